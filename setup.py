@@ -1,0 +1,33 @@
+"""VASIMOV: a ROS 2 node graph that is a virtual Menlo Research Asimov 1 for the unmodified menlo-sdk."""
+
+from setuptools import find_packages, setup
+
+PACKAGE = "vasimov"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    description="Virtual Asimov 1: MuJoCo plant, firmware twin, policy runner and SDK/Foxglove bridges as ROS 2 nodes",
+    license="Apache-2.0",
+    python_requires=">=3.12",
+    packages=find_packages(include=["vasimov", "vasimov.*", "vasimov_plant", "vasimov_plant.*", "vasimov_edge",
+                                    "vasimov_edge.*", "vasimov_bridge", "vasimov_bridge.*"]),
+    package_data={"vasimov.data": ["*.yaml"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/vasimov"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", ["launch/bringup.launch.yaml"]),
+        (f"share/{PACKAGE}/config", ["config/plant.yaml", "config/edge.yaml", "config/policy.yaml",
+                                     "config/sdk_bridge.yaml", "config/fastdds_localhost.xml"]),
+    ],
+    install_requires=["numpy", "pyyaml", "mujoco", "onnxruntime", "protobuf", "asimov-protocol", "psutil"],
+    entry_points={
+        "console_scripts": [
+            "vasimov = vasimov.cli:main",
+            "plant_node = vasimov_plant.node:main",
+            "edge_node = vasimov_edge.node:main",
+            "policy_node = vasimov_edge.policy_node:main",
+            "sdk_bridge_node = vasimov_bridge.sdk_node:main",
+        ],
+    },
+)
