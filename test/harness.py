@@ -1,0 +1,135 @@
+"""Helpers for tests that run the real node graph: isolated environment, bounded waits, clean teardown."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+_domains = itertools.count((os.getpid() * 7) % 150)
+
+
+def next_domain_id() -> int:
+    return 1 + next(_domains) % 200  # valid range is 0..232
+
+
+def graph_env(domain: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        ROS_DOMAIN_ID=str(domain),
+        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+        FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / "config" / "fastdds_localhost.xml"),
+        ROS_LOG_DIR=str(ROOT / ".ros_log"),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, what: str, poll: float = 0.05) -> Any:
+    """Poll `cond` until it returns something truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        threading.Event().wait(poll)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def child_pids(pid: int) -> list[int]:
+    """All descendants of pid (from /proc), so teardown can prove nothing was left behind."""
+    kids: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+class Graph:
+    """`vasimov up ...` as a subprocess with its own ROS domain; output kept in a log file."""
+
+    def __init__(self, *args: str, domain: int | None = None, env: dict[str, str] | None = None) -> None:
+        self.domain = domain if domain is not None else next_domain_id()
+        self.env = graph_env(self.domain)
+        if env:
+            self.env.update(env)
+        self.log = tempfile.NamedTemporaryFile(prefix="vasimov-graph-", suffix=".log", delete=False)  # noqa: SIM115
+        self.proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", *args], env=self.env, cwd=ROOT,
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        self.node_pids: list[int] = []
+
+    def output(self) -> str:
+        return Path(self.log.name).read_text(errors="replace")
+
+    def wait_started(self, n_nodes: int = 4, timeout: float = 30.0) -> None:
+        wait_for(lambda: len(child_pids(self.proc.pid)) >= n_nodes or self.proc.poll() is not None,
+                 timeout, "the graph's processes")
+        self.node_pids = child_pids(self.proc.pid)
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.node_pids = child_pids(self.proc.pid) or self.node_pids
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                for pid in [*child_pids(self.proc.pid), self.proc.pid]:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                self.proc.wait()
+                raise AssertionError(f"graph did not stop within {timeout} s:\n{self.output()[-3000:]}") from None
+        return self.proc.returncode
+
+    def leftovers(self) -> list[int]:
+        return [p for p in self.node_pids if pid_alive(p)]
+
+
+def http_json(url: str, data: dict | None = None, timeout: float = 5.0) -> Any:
+    body = None if data is None else json.dumps(data).encode()
+    req = urllib.request.Request(url, data=body, method="POST" if data is not None else "GET",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def run_menlo(*args: str, home: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, HOME=home, NO_COLOR="1", TERM="dumb")
+    env.pop("MENLO_UDP_HOST", None)
+    return subprocess.run([str(VENV_BIN / "menlo"), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)

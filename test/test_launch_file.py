@@ -1,0 +1,79 @@
+"""The launch file is valid ROS 2 YAML launch, and `vasimov up` reads it the way `ros2 launch` would."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vasimov import launch_file
+from vasimov.ros.params import COMMON
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = ROOT / "launch" / "bringup.launch.yaml"
+
+
+def test_launch_file_lists_the_four_nodes_with_config_files():
+    desc = launch_file.load(LAUNCH)
+    names = [n.name for n in desc.nodes]
+    assert names == ["plant", "edge", "policy", "sdk_bridge"]
+    for node in desc.nodes:
+        assert node.package == "vasimov"
+        assert node.param_files, node.name
+        for f in node.param_files:
+            assert f.is_file(), f
+            doc = yaml.safe_load(f.read_text())
+            assert list(doc) == [node.name], f"{f} must configure exactly node {node.name}"
+            assert "ros__parameters" in doc[node.name]
+
+
+def test_launch_arguments_are_substituted_and_typed():
+    desc = launch_file.load(LAUNCH, {"lockstep": "true", "duration": "2.5", "policy": "hold"})
+    plant = desc.nodes[0]
+    assert plant.params["lockstep"] is True
+    assert plant.params["duration"] == 2.5
+    policy = next(n for n in desc.nodes if n.name == "policy")
+    assert policy.params["backend"] == "hold"
+    edge = next(n for n in desc.nodes if n.name == "edge")
+    assert edge.params["command_script"] == ""
+    assert edge.params["use_sim_time"] is True
+    args = plant.ros_args()
+    assert args[:3] == ["--ros-args", "-r", "__node:=plant"]
+    assert "lockstep:=true" in args and "duration:=2.5" in args
+    assert "command_script:=''" in edge.ros_args()
+
+
+def test_unknown_argument_and_unknown_action_are_refused(tmp_path):
+    with pytest.raises(launch_file.LaunchFileError, match="unknown launch arguments"):
+        launch_file.load(LAUNCH, {"no_such_arg": "1"})
+    bad = tmp_path / "bad.launch.yaml"
+    bad.write_text("launch:\n- include: {file: x}\n")
+    with pytest.raises(launch_file.LaunchFileError, match="unsupported launch action"):
+        launch_file.load(bad)
+    bad.write_text("launch:\n- node: {pkg: vasimov, exec: plant_node, param: [{value: 1}]}\n")
+    with pytest.raises(launch_file.LaunchFileError, match="needs 'from' or 'name'"):
+        launch_file.load(bad)
+
+
+def _node_params(module) -> dict:
+    return {p.name: p for p in module.PARAMS}
+
+
+@pytest.mark.parametrize("node_name,module_name", [
+    ("plant", "vasimov_plant.node"), ("edge", "vasimov_edge.node"), ("policy", "vasimov_edge.policy_node"),
+    ("sdk_bridge", "vasimov_bridge.sdk_node"),
+])
+def test_every_configured_parameter_is_declared_with_a_valid_value(node_name, module_name):
+    import importlib
+
+    module = importlib.import_module(module_name)
+    declared = _node_params(module)
+    cfg = yaml.safe_load((ROOT / "config" / f"{node_name}.yaml").read_text())[node_name]["ros__parameters"]
+    for key, value in cfg.items():
+        assert key in declared, f"{node_name}: {key} in config but not declared"
+        spec = declared[key]
+        assert type(value) is type(spec.default), f"{node_name}.{key}: {value!r} vs default {spec.default!r}"
+        assert spec.validate(value) is None
+    for spec in declared.values():
+        assert spec.description, f"{node_name}.{spec.name} has no description"
+    for spec in COMMON:
+        assert spec.name in declared

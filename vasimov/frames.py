@@ -1,0 +1,69 @@
+"""Frame helpers shared by the plant, the firmware twin and the observation builder.
+
+Quaternions are MuJoCo order ``[w, x, y, z]`` and describe body-to-world rotations. Every function accepts one
+quaternion ``(4,)`` or a batch ``(..., 4)``, so the same code serves a control step and a log analysis. Inputs
+are normalised here because quaternions arriving over the wire (or integrated in float32) drift off unit length,
+and a 1 % norm error would otherwise show up as a 2 % gravity error in the policy observation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+GRAVITY_DIR_WORLD = np.array([0.0, 0.0, -1.0])
+GRAVITY_DIR_WORLD.setflags(write=False)
+
+
+def _unit(quat_wxyz: ArrayLike) -> NDArray[np.float64]:
+    q = np.asarray(quat_wxyz, dtype=np.float64)
+    if q.shape[-1] != 4:
+        raise ValueError(f"quaternion must have 4 components [w, x, y, z], got shape {q.shape}")
+    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    if np.any(n == 0.0) or not np.all(np.isfinite(n)):
+        raise ValueError("quaternion must be finite and non-zero")
+    return q / n
+
+
+def projected_gravity(quat_wxyz: ArrayLike) -> NDArray[np.float64]:
+    """World ``[0, 0, -1]`` expressed in the body frame: ``[0, 0, -1]`` upright, z -> 0 when lying down.
+
+    This is the training observation's ``projected_gravity`` and the firmware's fall/arming test quantity
+    (gravity z above -0.5 trips, below -0.87 arms). Closed form of ``R(q)^T @ [0, 0, -1]``, i.e. minus the third
+    row of the rotation matrix.
+    """
+    q = _unit(quat_wxyz)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack(
+        (
+            -2.0 * (x * z - w * y),
+            -2.0 * (y * z + w * x),
+            -(1.0 - 2.0 * (x * x + y * y)),
+        ),
+        axis=-1,
+    )
+
+
+def yaw_from_quat(quat_wxyz: ArrayLike) -> NDArray[np.float64] | float:
+    """Heading (rad, in (-pi, pi]) of the body x axis projected on the ground plane (ZYX yaw)."""
+    q = _unit(quat_wxyz)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    yaw = np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return float(yaw) if yaw.ndim == 0 else yaw
+
+
+def rotate(quat_wxyz: ArrayLike, vec: ArrayLike) -> NDArray[np.float64]:
+    """``R(q) @ v``: a body-frame vector expressed in the world frame."""
+    q = _unit(quat_wxyz)
+    v = np.asarray(vec, dtype=np.float64)
+    u = q[..., 1:]
+    w = q[..., :1]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def rotate_inverse(quat_wxyz: ArrayLike, vec: ArrayLike) -> NDArray[np.float64]:
+    """``R(q)^T @ v``: a world-frame vector expressed in the body frame."""
+    q = _unit(quat_wxyz)
+    conj = q * np.array([1.0, -1.0, -1.0, -1.0])
+    return rotate(conj, vec)

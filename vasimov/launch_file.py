@@ -1,0 +1,173 @@
+"""Reads ROS 2 YAML launch files (the subset VASIMOV uses) so pip-only users get the same graph as `ros2 launch`.
+
+launch/launch_ros are not installable from PyPI, so `vasimov up` interprets `launch/bringup.launch.yaml` itself:
+`arg` (name, default), `node` (pkg, exec, name, namespace, param, remap, output, args) and the substitutions
+`$(var NAME)`, `$(env NAME [default])` and `$(find-pkg-share PKG)`. Anything else is refused with a clear error
+rather than silently ignored, so the file never means one thing to `ros2 launch` and another here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_SUBST = re.compile(r"\$\(([a-z-]+)\s*([^)]*)\)")
+_NODE_KEYS = {"pkg", "exec", "name", "namespace", "param", "remap", "output", "args", "ros_args"}
+_ARG_KEYS = {"name", "default", "description"}
+
+
+class LaunchFileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One process to start: what `ros2 launch` would run for a `node` entry."""
+
+    name: str
+    package: str
+    executable: str
+    namespace: str = ""
+    param_files: tuple[Path, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+    remaps: tuple[tuple[str, str], ...] = ()
+    extra_args: tuple[str, ...] = ()
+
+    def ros_args(self) -> list[str]:
+        """The `--ros-args ...` tail for the node's command line, in the order launch_ros uses."""
+        out = ["--ros-args", "-r", f"__node:={self.name}"]
+        if self.namespace:
+            out += ["-r", f"__ns:={self.namespace}"]
+        for path in self.param_files:
+            out += ["--params-file", str(path)]
+        for key, value in self.params.items():
+            out += ["-p", f"{key}:={_param_literal(value)}"]
+        for src, dst in self.remaps:
+            out += ["-r", f"{src}:={dst}"]
+        return out
+
+
+@dataclass(frozen=True)
+class LaunchDescription:
+    args: dict[str, str]  # name -> resolved value
+    arg_descriptions: dict[str, str]
+    nodes: tuple[NodeSpec, ...]
+
+
+def _param_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        # yaml-quote strings that would otherwise parse as another type (e.g. "" or "true")
+        parsed = yaml.safe_load(value) if value else None
+        return value if isinstance(parsed, str) else yaml.safe_dump(value, default_style="'").strip()
+    return str(value)
+
+
+def share_directory(package: str) -> Path:
+    """Where `$(find-pkg-share vasimov)` points: the installed share dir if ament indexed it, else this checkout."""
+    if package != "vasimov":
+        raise LaunchFileError(f"$(find-pkg-share {package}): only the vasimov package is known here")
+    prefix = os.environ.get("AMENT_PREFIX_PATH", "")
+    for p in prefix.split(os.pathsep):
+        candidate = Path(p) / "share" / package
+        if p and (candidate / "launch" / "bringup.launch.yaml").is_file():
+            return candidate
+    return Path(__file__).resolve().parent.parent
+
+
+def _substitute(text: str, args: dict[str, str]) -> str:
+    def repl(m: re.Match[str]) -> str:
+        kind, rest = m.group(1), m.group(2).split()
+        if kind == "var":
+            if len(rest) != 1 or rest[0] not in args:
+                raise LaunchFileError(f"$(var {' '.join(rest)}): unknown launch argument; known: {sorted(args)}")
+            return args[rest[0]]
+        if kind == "env":
+            if not rest:
+                raise LaunchFileError("$(env) needs a variable name")
+            default = " ".join(rest[1:]) if len(rest) > 1 else None
+            value = os.environ.get(rest[0], default)
+            if value is None:
+                raise LaunchFileError(f"$(env {rest[0]}): not set and no default")
+            return value
+        if kind == "find-pkg-share":
+            return str(share_directory(rest[0]))
+        raise LaunchFileError(f"unsupported substitution $({kind} ...); supported: var, env, find-pkg-share")
+
+    return _SUBST.sub(repl, text)
+
+
+def _value(raw: Any, args: dict[str, str]) -> Any:
+    """Substitute, then type the result like launch_ros does (YAML rules: 'true' -> bool, '1.5' -> float)."""
+    if isinstance(raw, str):
+        text = _substitute(raw, args)
+        if _SUBST.search(raw):
+            return yaml.safe_load(text) if text != "" else ""
+        return text
+    return raw
+
+
+def load(path: Path | str, overrides: dict[str, str] | None = None) -> LaunchDescription:
+    """Parse a launch file; `overrides` are `name:=value` launch arguments. Unknown overrides are an error."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise LaunchFileError(f"cannot read launch file {path}: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("launch"), list):
+        raise LaunchFileError(f"{path}: top level must be a mapping with a 'launch' list")
+    overrides = dict(overrides or {})
+    args: dict[str, str] = {}
+    descriptions: dict[str, str] = {}
+    nodes: list[NodeSpec] = []
+    for entry in doc["launch"]:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            raise LaunchFileError(f"{path}: each launch entry must be a single-key mapping, got {entry!r}")
+        (kind, body), = entry.items()
+        if kind == "arg":
+            unknown = set(body) - _ARG_KEYS
+            if unknown:
+                raise LaunchFileError(f"{path}: arg {body.get('name')}: unsupported keys {sorted(unknown)}")
+            name = str(body["name"])
+            args[name] = overrides.pop(name) if name in overrides else str(body.get("default", ""))
+            descriptions[name] = str(body.get("description", ""))
+        elif kind == "node":
+            nodes.append(_node(body, args, path))
+        else:
+            raise LaunchFileError(f"{path}: unsupported launch action {kind!r}; supported: arg, node")
+    if overrides:
+        raise LaunchFileError(f"unknown launch arguments {sorted(overrides)}; known: {sorted(args)}")
+    return LaunchDescription(args=args, arg_descriptions=descriptions, nodes=tuple(nodes))
+
+
+def _node(body: dict[str, Any], args: dict[str, str], path: Path) -> NodeSpec:
+    unknown = set(body) - _NODE_KEYS
+    if unknown:
+        raise LaunchFileError(f"{path}: node {body.get('name')}: unsupported keys {sorted(unknown)}")
+    files: list[Path] = []
+    params: dict[str, Any] = {}
+    for p in body.get("param", []) or []:
+        if "from" in p:
+            files.append(Path(_value(p["from"], args)))
+        elif "name" in p:
+            params[str(p["name"])] = _value(p.get("value"), args)
+        else:
+            raise LaunchFileError(f"{path}: param entry needs 'from' or 'name': {p!r}")
+    remaps = tuple((str(_value(r["from"], args)), str(_value(r["to"], args))) for r in body.get("remap", []) or [])
+    extra = tuple(str(_value(a, args)) for a in str(body.get("args", "")).split() if a)
+    return NodeSpec(
+        name=str(_value(body.get("name", body["exec"]), args)),
+        package=str(body["pkg"]),
+        executable=str(body["exec"]),
+        namespace=str(_value(body.get("namespace", ""), args)),
+        param_files=tuple(files),
+        params=params,
+        remaps=remaps,
+        extra_args=extra,
+    )

@@ -1,0 +1,82 @@
+"""Declared parameters: every node lists its parameters as data (type, default, description, bounds) and declares
+them through one helper, so the README table, the config files and the nodes cannot drift apart (a test checks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    default: Any
+    description: str
+    min: float | None = None
+    max: float | None = None
+    read_only: bool = True  # most parameters shape processes/sockets and need a restart
+    choices: tuple[str, ...] = ()
+
+    @property
+    def ros_type(self) -> int:
+        if isinstance(self.default, bool):
+            return ParameterType.PARAMETER_BOOL
+        if isinstance(self.default, int):
+            return ParameterType.PARAMETER_INTEGER
+        if isinstance(self.default, float):
+            return ParameterType.PARAMETER_DOUBLE
+        if isinstance(self.default, str):
+            return ParameterType.PARAMETER_STRING
+        raise TypeError(f"parameter {self.name}: unsupported default {self.default!r}")
+
+    def descriptor(self) -> ParameterDescriptor:
+        desc = self.description
+        if self.choices:
+            desc += f" (one of: {', '.join(self.choices)})"
+        d = ParameterDescriptor(name=self.name, type=self.ros_type, description=desc, read_only=self.read_only)
+        if self.min is not None and self.max is not None:
+            if self.ros_type == ParameterType.PARAMETER_INTEGER:
+                d.integer_range = [IntegerRange(from_value=int(self.min), to_value=int(self.max), step=0)]
+            elif self.ros_type == ParameterType.PARAMETER_DOUBLE:
+                d.floating_point_range = [FloatingPointRange(from_value=float(self.min), to_value=float(self.max),
+                                                             step=0.0)]
+        return d
+
+    def validate(self, value: Any) -> str | None:
+        """None if acceptable, else a message saying what would have been valid."""
+        if self.choices and value not in self.choices:
+            return f"{self.name}={value!r} is not one of {self.choices}"
+        if self.min is not None and value < self.min:
+            return f"{self.name}={value!r} is below the minimum {self.min}"
+        if self.max is not None and value > self.max:
+            return f"{self.name}={value!r} is above the maximum {self.max}"
+        return None
+
+
+# Parameters every node of the graph shares (passed by the launch file).
+COMMON: tuple[ParamSpec, ...] = (
+    ParamSpec("lockstep", False, "Run the closed loop in lockstep: every participant answers each control tick "
+              "before the plant steps on; as fast as the machine allows."),
+    ParamSpec("control_decimation", 4, "Physics steps per control tick (200 Hz physics / 4 = 50 Hz control).",
+              min=1, max=100),
+    ParamSpec("physics_dt", 0.005, "Physics time step in seconds (the model's timestep).", min=0.0005, max=0.02),
+)
+
+
+def declare(node: Any, specs: tuple[ParamSpec, ...]) -> dict[str, Any]:
+    """Declare all specs on an rclpy node, validate the values it was given, and return them as a dict.
+
+    A value outside its bounds or choices is a configuration error: raise with the rule that was broken, so the
+    node exits at start-up with a clear message instead of running with something nobody asked for.
+    """
+    values: dict[str, Any] = {}
+    for spec in specs:
+        param = node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        value = param.value
+        problem = spec.validate(value)
+        if problem:
+            raise ValueError(f"invalid parameter: {problem}")
+        values[spec.name] = value
+    return values

@@ -1,0 +1,19 @@
+"""Every topic name of the graph, in one place. Nodes and tests import these; nothing repeats the strings."""
+
+CLOCK = "/clock"
+JOINT_STATES = "/joint_states"
+IMU = "/imu"
+ODOM_TRUTH = "/vasimov/ground_truth/odom"
+FEET_TRUTH = "/vasimov/ground_truth/feet"
+PLANT_STATE = "/vasimov/plant/state"  # every physics step (200 Hz)
+PLANT_TICK = "/vasimov/plant/tick"  # control ticks only (50 Hz); the lockstep loop runs on it
+PLANT_FAULT = "/vasimov/plant/fault"
+MOTOR_COMMAND = "/vasimov/motor_command"
+FIRMWARE_STATE = "/vasimov/firmware/state"
+ROBOT_COMMAND = "/vasimov/command"  # validated commands from outside sources -> the firmware arbiter
+POLICY_STEP = "/vasimov/policy/step"
+SIM_CONTROL = "/vasimov/sim/control"
+SDK_DATAGRAMS = "/vasimov/sdk/datagrams"
+CMD_VEL = "/cmd_vel"  # geometry_msgs/Twist teleop (Foxglove), handed to the arbiter as source FOXGLOVE
+PROVENANCE = "/vasimov/provenance"
+ROBOT_DESCRIPTION = "/robot_description"

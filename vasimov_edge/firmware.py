@@ -1,0 +1,867 @@
+"""The Asimov 1 firmware + Asimov Edge command lane as a pure state machine: commands and sensor readings in, motor
+targets and reported state out.
+
+What it reproduces, and from where (fact sheet ``firmware_behaviour``; Menlo's robot-control API page; the SDK's own
+mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_preflight.py``; the contract in
+``menlo_sdk_contract.md`` section 5):
+
+* **Modes** (``asimov.io.ControlMode`` wire values): DAMP 0, STAND 1, MOVE 2 (sub-modes POLICY / TRAJECTORY),
+  FAULT_DAMP 5. Boot in DAMP on the virtual gantry.
+* **DAMP**: kp 0, kd ``damp_kd`` on every joint. Always accepted, from any mode, even with a fault latched (the latch
+  stays).
+* **STAND**: a linear ramp from the measured pose to ``vasimov.joints.DEFAULT_POS`` over ``stand_ramp_s`` with the
+  STAND gain table, then a hold. Refused while a fault is latched. From MOVE it ramps from the current pose.
+* **Arming** (the MOVE gate): STAND held with projected-gravity z < ``arm_gravity_z`` for ``arm_hold_s``. The hold
+  starts at the STAND command (if the latest reading is upright) or else at the first upright tick; the SDK's
+  mirror (``Robot._track_arming``) starts at the first STAND sample it receives, which is never earlier, so the
+  firmware is armed no later than ``Robot.armed`` says (on a tick-aligned state stream: on the same tick). A tick gap
+  over ``arm_max_gap_s`` or a tilt restarts the hold. Every mode change disarms except MOVE -> STAND.
+* **Velocity**: armed STAND -> MOVE/POLICY and follow; unarmed STAND -> ignored (GATE); DAMP -> dropped
+  (FW_DAMPED); MOVE -> followed, clamped to the firmware caps. Staleness: ``velocity_timeout_s`` without a velocity
+  packet zeroes the command; the robot stays in MOVE balancing.
+* **Trajectory**: armed STAND or MOVE -> MOVE/TRAJECTORY; 25 positions in wire frame (ankle slots = pitch, roll;
+  clamped, see ``vasimov.motor_space``); kp/kd used only when both carry 25 values (else the STAND gain table, as
+  Edge does); an entry <= 0 gives that joint DAMP gains. Session timeout: ``trajectory_timeout_s`` without a
+  setpoint -> DAMP.
+* **Faults latch**: a fall (projected-gravity z > ``fall_gravity_z`` once the gantry has released) or a motor over
+  ``overtemp_c`` -> FAULT_DAMP, ``error_flags |= 1 | 1 << (1 + alert_id)``; the alert entry stays while its
+  condition lasts and clears ``alert_clear_s`` after it ends; the flags and the latch stay until ``restart()``.
+* **Validation**: every dropped command is returned as a ``Rejection`` whose reason is the SDK's ``Refusal`` name
+  and whose ``extra["counter"]`` names the counter it incremented. Nothing raises on bad input.
+
+Time: every ``t`` is *firmware time* in seconds since the (virtual) boot. ``restart()`` boots again, so the caller's
+next ``t`` starts from 0 again. The core has no clock of its own; ``t`` must not go backwards within one boot (a
+step back is counted under ``clock_anomalies`` and treated as no time passing).
+
+Decisions where the sources are silent are marked DECISION in the code and listed in ``docs`` by the lead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from enum import IntEnum, StrEnum
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from vasimov.commands import (
+    DampCommand,
+    Rejection,
+    RobotCommand,
+    StandCommand,
+    TrajectoryCommand,
+    VelocityCommand,
+)
+from vasimov.joints import (
+    DEFAULT_POS,
+    NON_POLICY_JOINTS,
+    NUM_JOINTS,
+    NUM_POLICY_JOINTS,
+    POLICY_KD,
+    POLICY_KP,
+    POLICY_TO_JOINT,
+    STAND_KD,
+    STAND_KP,
+    facts,
+)
+from vasimov.motor_space import clamp_joint_targets, joint_to_state_torque, trajectory_to_joint_targets
+from vasimov_edge.thermal import ThermalModel, ThermalParams
+
+# Times are sums of float ticks (k * 0.02 s); compare with this slack so "exactly 0.5 s later" counts as 0.5 s.
+TIME_EPS = 1e-9
+
+
+class Mode(IntEnum):
+    """Reported control mode; values are ``asimov.io.ControlMode`` (asimov-protocol 1.3)."""
+
+    DAMP = 0
+    STAND = 1
+    MOVE = 2
+    FAULT_DAMP = 5
+
+
+class MoveSubmode(StrEnum):
+    """What drives the joints in MOVE (twin-only detail; the wire reports MOVE for both)."""
+
+    NONE = ""
+    POLICY = "POLICY"
+    TRAJECTORY = "TRAJECTORY"
+
+
+# Alert ids and severities as the firmware numbers them (fact sheet ``firmware_behaviour.alert_ids``; the SDK's
+# ``ALERT_NAMES``): ids 0-15 critical, 16-31 warning.
+ALERT_MOTOR_OVERTEMP = 2
+ALERT_FALL_DETECTED = 7
+ALERT_MOTOR_TEMP_HIGH = 17
+SEVERITY_CRITICAL = 0
+SEVERITY_WARNING = 1
+FAULT_LATCHED_FLAG = 1  # error_flags bit 0
+ERROR_FLAGS_FIRST_ALERT_BIT = 1  # critical alert n sets bit 1 + n
+
+
+def alert_name(alert_id: int) -> str:
+    """The firmware's name for an alert id, ``ALERT_<id>`` when unknown (as the SDK prints it)."""
+    names = facts()["firmware_behaviour"]["alert_ids"]
+    return str(names.get(alert_id, f"ALERT_{alert_id}"))
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One active firmware alert, shaped like ``asimov.io.Alert`` (value/threshold are uint32 on the wire).
+
+    ``source_id`` is the firmware motor index (``joint_pos`` index) for motor alerts and 0 otherwise.
+    """
+
+    id: int
+    severity: int
+    value: int
+    threshold: int
+    first_set_us: int
+    source_id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class FirmwareParams:
+    """Every tunable of the firmware core, with where its default comes from.
+
+    stand_ramp_s: STAND ramp duration; Menlo API page ("ramps to a standing pose over ~2 s"), fact sheet
+        ``stand_ramp`` (ASSUMED linear profile, from vasimov).
+    gantry_release_after_stand_s: virtual gantry releases this long after the STAND ramp completes; vasimov artefact
+        (fact sheet ``stand_ramp.vasimov_gantry_auto_release_after_ramp_s``), not a robot property.
+    arm_gravity_z, arm_hold_s, arm_max_gap_s: the MOVE gate; menlo-sdk ``_preflight.ARM_GRAVITY_Z`` /
+        ``ARM_HOLD_S`` / ``ARM_MAX_GAP_S`` (the SDK mirrors the firmware; the firmware must not arm later).
+    fall_gravity_z: fall trip, projected-gravity z above this (tilt > 60 deg); menlo-sdk comments, fact sheet
+        ``fall_detection``.
+    fall_detection: twin-only switch (vasimov's ``fall_latch_enabled``); the real firmware always detects falls.
+    trajectory_timeout_s: trajectory session timeout -> DAMP; Menlo API page.
+    velocity_timeout_s: velocity staleness -> zero velocity, stay MOVE; Menlo API page / contract 5.6.
+    velocity_caps: firmware clamp (vx, vy, vyaw); menlo-sdk ``Limits`` defaults ("the firmware's own caps").
+    damp_kd: DAMP-mode kd on every joint (kp 0); fact sheet ``pd_gains.damp_mode`` (vasimov value).
+    trajectory_kp_max, trajectory_kd_max: documented gain ranges of a trajectory (API page: kp 0-500, kd 0-5.0);
+        larger values are clamped (DECISION: the page gives the range but not what happens outside it).
+    alert_clear_s: an alert entry clears this long after its condition ends; contract 5.10 / fact sheet.
+    thermal_model: run the motor thermal model; off -> no temperatures (None) and no thermal alerts.
+    thermal: the thermal model's (ASSUMED) parameters.
+    temp_warning_c, overtemp_c, overtemp_clear_c: MOTOR_TEMP_HIGH warning, MOTOR_OVERTEMP trip, and the temperature
+        the over-temperature *condition* ends below (hysteresis); fact sheet ``thermal`` (menlo-sdk quotes 60/80).
+    clamp_policy_targets: apply the firmware's target clamp (ankle pitch/roll limits, joint ranges) to the policy's
+        targets too; the firmware's clamp lives in ``policy_thread.c::apply_ankle_coupling``, so the real robot's
+        policy output goes through it.
+    """
+
+    stand_ramp_s: float = 2.0
+    gantry_release_after_stand_s: float = 1.0
+    arm_gravity_z: float = -0.87
+    arm_hold_s: float = 0.5
+    arm_max_gap_s: float = 0.25
+    fall_gravity_z: float = -0.5
+    fall_detection: bool = True
+    trajectory_timeout_s: float = 2.0
+    velocity_timeout_s: float = 2.0
+    velocity_caps: tuple[float, float, float] = (0.4, 0.4, 0.8)
+    damp_kd: float = 2.0
+    trajectory_kp_max: float = 500.0
+    trajectory_kd_max: float = 5.0
+    alert_clear_s: float = 2.5
+    thermal_model: bool = True
+    thermal: ThermalParams = field(default_factory=ThermalParams)
+    temp_warning_c: float = 60.0
+    overtemp_c: float = 80.0
+    overtemp_clear_c: float = 70.0
+    clamp_policy_targets: bool = True
+
+    def __post_init__(self) -> None:
+        nonneg = (
+            "stand_ramp_s",
+            "gantry_release_after_stand_s",
+            "arm_hold_s",
+            "arm_max_gap_s",
+            "trajectory_timeout_s",
+            "velocity_timeout_s",
+            "damp_kd",
+            "trajectory_kp_max",
+            "trajectory_kd_max",
+            "alert_clear_s",
+        )
+        for name in nonneg:
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0.0):
+                raise ValueError(f"FirmwareParams.{name} must be a finite number >= 0, got {v!r}")
+        if len(self.velocity_caps) != 3 or not all(math.isfinite(c) and c >= 0.0 for c in self.velocity_caps):
+            raise ValueError(f"FirmwareParams.velocity_caps must be 3 finite values >= 0, got {self.velocity_caps!r}")
+        for name in ("arm_gravity_z", "fall_gravity_z"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and -1.0 <= v <= 1.0):
+                raise ValueError(f"FirmwareParams.{name} must lie in [-1, 1], got {v!r}")
+        if not self.overtemp_clear_c <= self.overtemp_c:
+            raise ValueError(
+                f"FirmwareParams.overtemp_clear_c ({self.overtemp_clear_c}) must not exceed overtemp_c "
+                f"({self.overtemp_c})"
+            )
+
+
+@dataclass(frozen=True)
+class FirmwareInputs:
+    """What the firmware reads at one control tick (joint space, ``vasimov.joints`` order).
+
+    q, qd, tau: 25 joint positions (rad), velocities (rad/s) and the torques the motors applied (N·m).
+    projected_gravity: 3, unit gravity in the IMU frame (z ~ -1 upright).
+    policy_target: 23 joint targets in *policy* order from the locomotion policy for this tick, or None when the
+        policy produced nothing. policy_torque_ff / policy_kp / policy_kd: optional 23-entry overrides.
+    """
+
+    q: ArrayLike
+    qd: ArrayLike
+    projected_gravity: ArrayLike
+    tau: ArrayLike
+    policy_target: ArrayLike | None = None
+    policy_torque_ff: ArrayLike | None = None
+    policy_kp: ArrayLike | None = None
+    policy_kd: ArrayLike | None = None
+
+
+class _Targets(NamedTuple):
+    position: np.ndarray
+    velocity: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    torque_ff: np.ndarray
+
+
+@dataclass(frozen=True)
+class FirmwareOutput:
+    """The firmware's answer to one tick: what to send the motors and what ``RobotState`` reports.
+
+    position, velocity, kp, kd, torque_ff: the motor command for the plant, joint space, 25 each, read-only:
+    ``tau = kp (position - q) + kd (velocity - qd) + torque_ff`` (the plant clamps to the torque limit).
+    motor_temperature / motor_current are in firmware (motor) order, ankle slots = motors A, B; None when the thermal
+    model is off. policy_epoch increments every time MOVE/POLICY is entered (reset the policy backend when it
+    changes). input_error says why this tick's inputs were unusable (the previous valid reading was used).
+    counters are cumulative since boot.
+    """
+
+    t: float
+    timestamp_us: int
+    mode: Mode
+    move_submode: MoveSubmode
+    armed: bool
+    fault_latched: bool
+    error_flags: int
+    alerts: tuple[Alert, ...]
+    velocity_command: np.ndarray
+    policy_active: bool
+    policy_epoch: int
+    gantry_engaged: bool
+    stand_ramp_done: bool
+    position: np.ndarray
+    velocity: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    torque_ff: np.ndarray
+    motor_temperature: np.ndarray | None
+    motor_current: np.ndarray | None
+    input_error: str | None
+    counters: dict[str, int]
+
+
+# Every counter the core keeps, all present from boot (so a reader sees zeros, not missing keys).
+COUNTERS: tuple[str, ...] = (
+    # accepted commands
+    "accepted_damp",
+    "accepted_stand",
+    "accepted_velocity",
+    "accepted_trajectory",
+    # rejections (each is also counted in rejections_total)
+    "rejections_total",
+    "velocity_non_finite",  # NON_FINITE
+    "velocity_in_damp",  # FW_DAMPED
+    "velocity_fault_latched",  # FAULT_DAMPED
+    "velocity_unarmed_stand",  # GATE
+    "trajectory_empty",  # EMPTY_TRAJECTORY
+    "trajectory_bad_length",  # BAD_LENGTH
+    "trajectory_non_finite",  # NON_FINITE (positions)
+    "trajectory_gains_non_finite",  # NON_FINITE (kp/kd)
+    "trajectory_in_damp",  # FW_DAMPED
+    "trajectory_fault_latched",  # FAULT_DAMPED
+    "trajectory_unarmed_stand",  # GATE
+    "stand_fault_latched",  # FAULT_DAMPED
+    "command_unparsable",  # PARSE (a field that is not a number)
+    "command_unknown",  # UNKNOWN_COMMAND
+    # accepted, but changed or without effect
+    "damp_while_latched",
+    "stand_while_standing",
+    "velocity_clamped",
+    "trajectory_targets_clamped",
+    "trajectory_gains_substituted",  # kp/kd not both 25 values -> gain table
+    "trajectory_gains_damped",  # joints given DAMP gains for an entry <= 0
+    "trajectory_gains_clamped",
+    # watchdogs and faults
+    "velocity_timeouts",
+    "trajectory_timeouts",
+    "fall_latches",
+    "overtemp_latches",
+    "gantry_releases",
+    "mode_changes",
+    # the tick's inputs
+    "policy_output_missing",
+    "policy_output_invalid",
+    "policy_targets_clamped",
+    "bad_inputs",
+    "clock_anomalies",
+)
+
+
+class _AlertBook:
+    """Active alerts keyed by (id, source_id): raised while a condition holds, dropped ``clear_s`` after it ends."""
+
+    @dataclass
+    class _Entry:
+        alert: Alert
+        ended_at: float | None = None
+
+    def __init__(self, clear_s: float) -> None:
+        self._clear_s = clear_s
+        self._entries: dict[tuple[int, int], _AlertBook._Entry] = {}
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def update(self, alert_id: int, source_id: int, active: bool, value: float, threshold: float, t: float) -> None:
+        key = (alert_id, source_id)
+        entry = self._entries.get(key)
+        if active:
+            v = _uint32(value)
+            if entry is None:
+                severity = SEVERITY_CRITICAL if alert_id < 16 else SEVERITY_WARNING
+                alert = Alert(alert_id, severity, v, _uint32(threshold), _us(t), source_id, alert_name(alert_id))
+                self._entries[key] = _AlertBook._Entry(alert)
+            else:
+                entry.alert = replace(entry.alert, value=v)
+                entry.ended_at = None
+        elif entry is not None:
+            if entry.ended_at is None:
+                entry.ended_at = t
+            if t - entry.ended_at >= self._clear_s - TIME_EPS:
+                del self._entries[key]
+
+    def snapshot(self) -> tuple[Alert, ...]:
+        return tuple(
+            sorted((e.alert for e in self._entries.values()), key=lambda a: (a.first_set_us, a.id, a.source_id))
+        )
+
+
+_NEUTRAL_READING: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
+    DEFAULT_POS.copy(),
+    np.zeros(NUM_JOINTS),
+    np.array([0.0, 0.0, -1.0]),
+    np.zeros(NUM_JOINTS),
+)
+
+
+def _uint32(x: float) -> int:
+    """A measured value as the wire's uint32 (rounded, clipped at 0)."""
+    if not math.isfinite(x):
+        return 0
+    return int(min(max(round(x), 0), 2**32 - 1))
+
+
+def _us(t: float) -> int:
+    return max(0, round(t * 1e6))
+
+
+def _vec(x: ArrayLike | None, n: int) -> np.ndarray | None:
+    """``x`` as a finite float vector of length ``n``, else None."""
+    if x is None:
+        return None
+    try:
+        a = np.array(x, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+    if a.shape != (n,) or not np.all(np.isfinite(a)):
+        return None
+    return a
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class Firmware:
+    """The firmware state machine. Call ``submit`` for each command and ``tick`` once per control period (50 Hz)."""
+
+    def __init__(self, params: FirmwareParams | None = None) -> None:
+        self.params = params or FirmwareParams()
+        self._thermal = ThermalModel(self.params.thermal)
+        self._alerts = _AlertBook(self.params.alert_clear_s)
+        self._policy_epoch = 0  # monotonic across restarts, so a change always means "reset the policy"
+        self._boot()
+
+    # ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────────
+    def _boot(self) -> None:
+        self._mode = Mode.DAMP
+        self._submode = MoveSubmode.NONE
+        self._armed = False
+        self._upright_since: float | None = None
+        self._latched = False
+        self._error_flags = 0
+        self._alerts.clear()
+        self._overtemp_active = np.zeros(NUM_JOINTS, dtype=bool)
+        self._gantry_engaged = True
+        self._gantry_release_at: float | None = None
+        self._clock = 0.0
+        self._last_tick_t: float | None = None
+        self._ramp_from: np.ndarray | None = None
+        self._ramp_t0 = 0.0
+        self._velocity = np.zeros(3)
+        self._last_velocity_t = 0.0
+        self._velocity_stale = False
+        self._traj_pos = DEFAULT_POS.copy()
+        self._traj_kp = STAND_KP.copy()
+        self._traj_kd = STAND_KD.copy()
+        self._last_traj_t = 0.0
+        self._last_valid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._last_targets: _Targets | None = None
+        self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+
+    def restart(self, *, reset_temperatures: bool = False) -> None:
+        """Virtual power cycle: DAMP on the gantry, latch/flags/alerts/counters cleared, firmware clock back to 0.
+
+        The caller's next ``t`` is relative to this new boot. Motor temperatures are physics, not firmware state, so
+        they survive a restart (a still-hot motor re-trips) unless ``reset_temperatures`` asks for a cold start.
+        """
+        if reset_temperatures:
+            self._thermal.reset()
+        self._boot()
+
+    # ── read-only views ───────────────────────────────────────────────────────────────────────────────────────
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @property
+    def move_submode(self) -> MoveSubmode:
+        return self._submode
+
+    @property
+    def armed(self) -> bool:
+        return self._armed
+
+    @property
+    def fault_latched(self) -> bool:
+        return self._latched
+
+    @property
+    def error_flags(self) -> int:
+        return self._error_flags
+
+    @property
+    def gantry_engaged(self) -> bool:
+        return self._gantry_engaged
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return dict(self._counters)
+
+    # ── commands ──────────────────────────────────────────────────────────────────────────────────────────────
+    def submit(self, cmd: RobotCommand, t: float) -> Rejection | None:
+        """Apply one command that arrived at firmware time ``t``; returns None if accepted, else why it was dropped.
+
+        The command has already passed the arbiter. Never raises on a malformed command.
+        """
+        t = self._advance_clock(t)
+        if isinstance(cmd, DampCommand):
+            return self._on_damp(t)
+        if isinstance(cmd, StandCommand):
+            return self._on_stand(t)
+        if isinstance(cmd, VelocityCommand):
+            return self._on_velocity(cmd, t)
+        if isinstance(cmd, TrajectoryCommand):
+            return self._on_trajectory(cmd, t)
+        return self._reject("command_unknown", "UNKNOWN_COMMAND", f"not a robot command: {type(cmd).__name__}")
+
+    def count_rejection(self, rejection: Rejection) -> None:
+        """Count a rejection made outside the core (decoder, arbiter) so every drop lands in one counter set.
+
+        The counter is ``rejection.extra["counter"]`` when given, else ``rejected_<reason lower-case>``.
+        """
+        name = str(rejection.extra.get("counter") or f"rejected_{rejection.reason.lower()}")
+        self._counters[name] = self._counters.get(name, 0) + 1
+        self._counters["rejections_total"] += 1
+
+    def _reject(self, counter: str, reason: str, detail: str) -> Rejection:
+        self._counters[counter] += 1
+        self._counters["rejections_total"] += 1
+        return Rejection(reason=reason, detail=detail, extra={"counter": counter, "mode": self._mode.name})
+
+    def _on_damp(self, t: float) -> None:
+        self._counters["accepted_damp"] += 1
+        if self._latched:
+            # Safety stop request while already fault-DAMPed: accepted, nothing to do, the latch stays.
+            self._counters["damp_while_latched"] += 1
+            return None
+        self._enter(Mode.DAMP, MoveSubmode.NONE)
+        return None
+
+    def _on_stand(self, t: float) -> Rejection | None:
+        if self._latched:
+            return self._reject(
+                "stand_fault_latched",
+                "FAULT_DAMPED",
+                f"a fault is latched (error_flags={self._error_flags:#x}); STAND needs a firmware restart",
+            )
+        self._counters["accepted_stand"] += 1
+        if self._mode is Mode.STAND:
+            # DECISION: STAND while in STAND is accepted and changes nothing (no mode change for the SDK, no new
+            # ramp, arming kept); the SDK's own `menlo stand` sends nothing in STAND.
+            self._counters["stand_while_standing"] += 1
+            return None
+        self._enter(Mode.STAND, MoveSubmode.NONE)
+        self._ramp_from = None if self._last_valid is None else self._last_valid[0].copy()
+        self._ramp_t0 = t
+        if self._gantry_engaged:
+            self._gantry_release_at = t + self.params.stand_ramp_s + self.params.gantry_release_after_stand_s
+        if self._last_valid is not None and self._last_valid[2][2] < self.params.arm_gravity_z:
+            # The arming hold starts at the mode change itself (with the latest reading), so the firmware is armed
+            # no later than the SDK's mirror, which counts from the first STAND sample it receives.
+            self._upright_since = t
+        return None
+
+    def _on_velocity(self, cmd: VelocityCommand, t: float) -> Rejection | None:
+        try:
+            v = np.array([float(cmd.vx), float(cmd.vy), float(cmd.vyaw)])
+        except (TypeError, ValueError, AttributeError) as exc:
+            return self._reject("command_unparsable", "PARSE", f"velocity fields must be numbers: {exc}")
+        if not np.all(np.isfinite(v)):
+            return self._reject("velocity_non_finite", "NON_FINITE", f"vx, vy, vyaw must be finite, got {v.tolist()}")
+        if self._latched:
+            return self._reject("velocity_fault_latched", "FAULT_DAMPED", "a fault is latched; restart the firmware")
+        if self._mode is Mode.DAMP:
+            return self._reject("velocity_in_damp", "FW_DAMPED", "velocity is dropped in DAMP; send STAND first")
+        if self._mode is Mode.STAND and not self._armed:
+            return self._reject(
+                "velocity_unarmed_stand",
+                "GATE",
+                f"STAND not yet held upright (gravity z < {self.params.arm_gravity_z}) for {self.params.arm_hold_s} s",
+            )
+        caps = np.array(self.params.velocity_caps)
+        clamped = np.clip(v, -caps, caps)
+        if np.any(clamped != v):
+            self._counters["velocity_clamped"] += 1
+        self._counters["accepted_velocity"] += 1
+        # Armed STAND, MOVE/POLICY or MOVE/TRAJECTORY (DECISION: a velocity in MOVE/TRAJECTORY hands the joints
+        # back to the policy, as "sending velocity auto-enters POLICY" on the API page).
+        self._enter(Mode.MOVE, MoveSubmode.POLICY)
+        self._velocity = clamped
+        self._last_velocity_t = t
+        self._velocity_stale = False
+        return None
+
+    def _on_trajectory(self, cmd: TrajectoryCommand, t: float) -> Rejection | None:
+        try:
+            pos = np.array(cmd.positions, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError, AttributeError) as exc:
+            return self._reject("command_unparsable", "PARSE", f"positions must be numbers: {exc}")
+        if pos.size == 0:
+            return self._reject("trajectory_empty", "EMPTY_TRAJECTORY", f"send {NUM_JOINTS} positions")
+        if pos.size != NUM_JOINTS:
+            return self._reject(
+                "trajectory_bad_length", "BAD_LENGTH", f"got {pos.size} positions; exactly {NUM_JOINTS} are valid"
+            )
+        if not np.all(np.isfinite(pos)):
+            bad = np.flatnonzero(~np.isfinite(pos)).tolist()
+            return self._reject("trajectory_non_finite", "NON_FINITE", f"non-finite positions at indices {bad}")
+        gains = self._trajectory_gains(cmd.kp, cmd.kd)
+        if isinstance(gains, Rejection):
+            return gains
+        if self._latched:
+            return self._reject("trajectory_fault_latched", "FAULT_DAMPED", "a fault is latched; restart the firmware")
+        if self._mode is Mode.DAMP:
+            return self._reject("trajectory_in_damp", "FW_DAMPED", "trajectory is dropped in DAMP; send STAND first")
+        if self._mode is Mode.STAND and not self._armed:
+            # DECISION: like velocity, a trajectory enters MOVE only from an armed STAND (the SDK's FakeEdge and
+            # contract 5.7); `robot.stand()` returns once armed, so SDK flows are unaffected.
+            return self._reject(
+                "trajectory_unarmed_stand",
+                "GATE",
+                f"STAND not yet held upright for {self.params.arm_hold_s} s; the trajectory is ignored",
+            )
+        kp, kd, gains_note = gains
+        targets, clamped = trajectory_to_joint_targets(pos)
+        if clamped:
+            self._counters["trajectory_targets_clamped"] += 1
+        if gains_note:
+            self._counters[gains_note] += 1
+        self._counters["accepted_trajectory"] += 1
+        self._enter(Mode.MOVE, MoveSubmode.TRAJECTORY)
+        self._traj_pos, self._traj_kp, self._traj_kd = targets, kp, kd
+        self._last_traj_t = t
+        self._velocity = np.zeros(3)
+        return None
+
+    def _trajectory_gains(self, kp_in: Any, kd_in: Any) -> tuple[np.ndarray, np.ndarray, str] | Rejection:
+        """(kp, kd, counter-to-bump-or-"") for a trajectory, or a rejection for non-finite gains.
+
+        Edge uses the packet's gains only when kp and kd both carry 25 values; anything else (one missing, another
+        length) silently gets the STAND gain table for both (API page; the SDK: "Asimov Edge ignores a lone gain").
+        """
+        if kp_in is None and kd_in is None:
+            return STAND_KP.copy(), STAND_KD.copy(), ""
+        try:
+            kp = None if kp_in is None else np.array(kp_in, dtype=np.float64).reshape(-1)
+            kd = None if kd_in is None else np.array(kd_in, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            return self._reject("command_unparsable", "PARSE", f"kp/kd must be numbers: {exc}")
+        for name, g in (("kp", kp), ("kd", kd)):
+            if g is not None and not np.all(np.isfinite(g)):
+                return self._reject("trajectory_gains_non_finite", "NON_FINITE", f"{name} has non-finite entries")
+        if kp is None or kd is None or kp.size != NUM_JOINTS or kd.size != NUM_JOINTS:
+            return STAND_KP.copy(), STAND_KD.copy(), "trajectory_gains_substituted"
+        note = ""
+        capped_kp = np.minimum(kp, self.params.trajectory_kp_max)
+        capped_kd = np.minimum(kd, self.params.trajectory_kd_max)
+        if np.any(capped_kp != kp) or np.any(capped_kd != kd):
+            self._counters["trajectory_gains_clamped"] += 1
+        damped = (kp <= 0.0) | (kd <= 0.0)
+        if np.any(damped):
+            note = "trajectory_gains_damped"
+            capped_kp[damped] = 0.0
+            capped_kd[damped] = self.params.damp_kd
+        return capped_kp, capped_kd, note
+
+    # ── state transitions ─────────────────────────────────────────────────────────────────────────────────────
+    def _enter(self, mode: Mode, submode: MoveSubmode) -> None:
+        """Change mode with the firmware's arming rule: every mode change disarms except MOVE -> STAND."""
+        prev = self._mode
+        if mode is not prev:
+            self._counters["mode_changes"] += 1
+            self._armed = mode is Mode.MOVE or (prev is Mode.MOVE and mode is Mode.STAND and self._armed)
+            self._upright_since = None
+        if submode is MoveSubmode.POLICY and not (prev is Mode.MOVE and self._submode is MoveSubmode.POLICY):
+            self._policy_epoch += 1
+        self._mode, self._submode = mode, submode
+        if mode is not Mode.MOVE or submode is not MoveSubmode.POLICY:
+            self._velocity = np.zeros(3)
+        if mode in (Mode.DAMP, Mode.FAULT_DAMP):
+            self._gantry_release_at = None  # a DAMPed robot stays on the gantry until it stands again
+
+    def _latch(self, alert_id: int, counter: str) -> None:
+        bit = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + alert_id))
+        if self._error_flags & bit == bit:
+            return
+        self._error_flags |= bit
+        self._counters[counter] += 1
+        self._latched = True
+        self._enter(Mode.FAULT_DAMP, MoveSubmode.NONE)
+
+    def _advance_clock(self, t: float) -> float:
+        try:
+            tf = float(t)
+        except (TypeError, ValueError):
+            tf = math.nan
+        if not math.isfinite(tf) or tf < self._clock:
+            self._counters["clock_anomalies"] += 1
+            return self._clock
+        self._clock = tf
+        return tf
+
+    # ── the control tick ──────────────────────────────────────────────────────────────────────────────────────
+    def tick(self, t: float, inp: FirmwareInputs) -> FirmwareOutput:
+        """One control period at firmware time ``t``: faults, watchdogs, arming, then the motor targets."""
+        p = self.params
+        t = self._advance_clock(t)
+        dt = 0.0 if self._last_tick_t is None else t - self._last_tick_t
+        self._last_tick_t = t
+
+        reading = self._read_inputs(inp)
+        input_error = reading if isinstance(reading, str) else None
+        valid = not isinstance(reading, str)
+        if valid:
+            self._last_valid = reading
+        # Before the first valid reading: a neutral one (only DAMP/STAND targets can depend on it).
+        q, _qd, g, tau = self._last_valid or _NEUTRAL_READING
+
+        # Thermal model (physics of the motors; runs in every mode).
+        temps: np.ndarray | None = None
+        currents: np.ndarray | None = None
+        if p.thermal_model:
+            tau_motor = joint_to_state_torque(tau)
+            temps = self._thermal.step(tau_motor, dt if valid else 0.0)
+            currents = self._thermal.current(tau_motor)
+
+        # Gantry: released a fixed time after the STAND ramp completes, while the robot is still standing/moving.
+        if self._gantry_engaged and self._gantry_release_at is not None and t >= self._gantry_release_at - TIME_EPS:
+            self._gantry_engaged = False
+            self._gantry_release_at = None
+            self._counters["gantry_releases"] += 1
+
+        if valid:
+            self._check_faults(t, g, temps)
+
+        # Watchdogs (Edge): trajectory session -> DAMP; velocity staleness -> zero, stay MOVE.
+        if (
+            self._mode is Mode.MOVE
+            and self._submode is MoveSubmode.TRAJECTORY
+            and t - self._last_traj_t >= p.trajectory_timeout_s - TIME_EPS
+        ):
+            self._counters["trajectory_timeouts"] += 1
+            self._enter(Mode.DAMP, MoveSubmode.NONE)
+        if (
+            self._mode is Mode.MOVE
+            and self._submode is MoveSubmode.POLICY
+            and not self._velocity_stale
+            and t - self._last_velocity_t >= p.velocity_timeout_s - TIME_EPS
+        ):
+            self._velocity_stale = True
+            if np.any(self._velocity != 0.0):
+                self._counters["velocity_timeouts"] += 1
+            self._velocity = np.zeros(3)
+
+        self._track_arming(t, dt, g if valid else None)
+
+        targets = self._targets(t, q, inp)
+        self._last_targets = targets
+        return FirmwareOutput(
+            t=t,
+            timestamp_us=_us(t),
+            mode=self._mode,
+            move_submode=self._submode,
+            armed=self._armed,
+            fault_latched=self._latched,
+            error_flags=self._error_flags,
+            alerts=self._alerts.snapshot(),
+            velocity_command=_ro(self._velocity.copy()),
+            policy_active=self._mode is Mode.MOVE and self._submode is MoveSubmode.POLICY,
+            policy_epoch=self._policy_epoch,
+            gantry_engaged=self._gantry_engaged,
+            stand_ramp_done=self._mode is Mode.STAND and t - self._ramp_t0 >= p.stand_ramp_s - TIME_EPS,
+            position=targets.position,
+            velocity=targets.velocity,
+            kp=targets.kp,
+            kd=targets.kd,
+            torque_ff=targets.torque_ff,
+            motor_temperature=None if temps is None else _ro(temps),
+            motor_current=None if currents is None else _ro(currents),
+            input_error=input_error,
+            counters=dict(self._counters),
+        )
+
+    def _read_inputs(self, inp: FirmwareInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | str:
+        """The tick's sensor reading as validated arrays, or why it is unusable (counted)."""
+        fields = (("q", NUM_JOINTS), ("qd", NUM_JOINTS), ("projected_gravity", 3), ("tau", NUM_JOINTS))
+        out = []
+        for name, n in fields:
+            a = _vec(getattr(inp, name, None), n)
+            if a is None:
+                self._counters["bad_inputs"] += 1
+                return f"{name} must be {n} finite numbers"
+            out.append(a)
+        return out[0], out[1], out[2], out[3]
+
+    def _check_faults(self, t: float, g: np.ndarray, temps: np.ndarray | None) -> None:
+        p = self.params
+        # Fall: armed only once the gantry has let go (the gantry holds the robot upright anyway).
+        fallen = p.fall_detection and not self._gantry_engaged and g[2] > p.fall_gravity_z
+        tilt = math.degrees(math.acos(max(-1.0, min(1.0, -g[2] / (float(np.linalg.norm(g)) or 1.0)))))
+        trip_tilt = math.degrees(math.acos(max(-1.0, min(1.0, -p.fall_gravity_z))))
+        self._alerts.update(ALERT_FALL_DETECTED, 0, fallen, tilt, trip_tilt, t)
+        if fallen:
+            self._latch(ALERT_FALL_DETECTED, "fall_latches")
+
+        if temps is None:
+            return
+        # Over-temperature condition with hysteresis: starts at overtemp_c, ends below overtemp_clear_c.
+        self._overtemp_active = np.where(self._overtemp_active, temps >= p.overtemp_clear_c, temps >= p.overtemp_c)
+        for i in range(NUM_JOINTS):
+            self._alerts.update(ALERT_MOTOR_TEMP_HIGH, i, temps[i] >= p.temp_warning_c, temps[i], p.temp_warning_c, t)
+            self._alerts.update(ALERT_MOTOR_OVERTEMP, i, bool(self._overtemp_active[i]), temps[i], p.overtemp_c, t)
+        if np.any(self._overtemp_active):
+            self._latch(ALERT_MOTOR_OVERTEMP, "overtemp_latches")
+
+    def _track_arming(self, t: float, dt: float, g: np.ndarray | None) -> None:
+        """The MOVE gate, mirroring menlo-sdk ``Robot._track_arming`` tick by tick."""
+        p = self.params
+        if self._mode is not Mode.STAND or self._armed:
+            return
+        if g is None or dt > p.arm_max_gap_s + TIME_EPS:
+            self._upright_since = None
+            if g is None:
+                return
+        if g[2] < p.arm_gravity_z:
+            if self._upright_since is None:
+                self._upright_since = t
+            elif t - self._upright_since >= p.arm_hold_s - TIME_EPS:
+                self._armed = True
+        else:
+            self._upright_since = None
+
+    def _targets(self, t: float, q: np.ndarray, inp: FirmwareInputs) -> _Targets:
+        p = self.params
+        zeros = np.zeros(NUM_JOINTS)
+        if self._mode in (Mode.DAMP, Mode.FAULT_DAMP):
+            return _targets(q, zeros, zeros, np.full(NUM_JOINTS, p.damp_kd), zeros)
+        if self._mode is Mode.STAND:
+            if self._ramp_from is None:
+                self._ramp_from = q.copy()  # STAND arrived before any reading: ramp from the first one
+            s = 1.0 if p.stand_ramp_s <= 0.0 else min(max((t - self._ramp_t0) / p.stand_ramp_s, 0.0), 1.0)
+            pos = self._ramp_from + (DEFAULT_POS - self._ramp_from) * s
+            return _targets(pos, zeros, STAND_KP.copy(), STAND_KD.copy(), zeros)
+        if self._submode is MoveSubmode.TRAJECTORY:
+            return _targets(self._traj_pos.copy(), zeros, self._traj_kp.copy(), self._traj_kd.copy(), zeros)
+        return self._policy_targets(q, inp)
+
+    def _policy_targets(self, q: np.ndarray, inp: FirmwareInputs) -> _Targets:
+        """MOVE/POLICY: the policy's 23 targets with the policy gains; the neck held at its default pose."""
+        zeros = np.zeros(NUM_JOINTS)
+        target = _vec(inp.policy_target, NUM_POLICY_JOINTS)
+        if target is None:
+            self._counters["policy_output_invalid" if inp.policy_target is not None else "policy_output_missing"] += 1
+            # DECISION: no (usable) policy output yet -> hold the previous tick's position targets and gains (the
+            # STAND pose when MOVE was just entered), with no feed-forward.
+            last = self._last_targets
+            if last is None:
+                return _targets(DEFAULT_POS.copy(), zeros, STAND_KP.copy(), STAND_KD.copy(), zeros)
+            return _targets(last.position.copy(), zeros, last.kp.copy(), last.kd.copy(), zeros)
+        pos = DEFAULT_POS.copy()
+        kp = POLICY_KP.copy()
+        kd = POLICY_KD.copy()
+        ff = np.zeros(NUM_JOINTS)
+        pos[POLICY_TO_JOINT] = target
+        for name, dest in (("policy_kp", kp), ("policy_kd", kd), ("policy_torque_ff", ff)):
+            raw = getattr(inp, name)
+            if raw is None:
+                continue
+            v = _vec(raw, NUM_POLICY_JOINTS)
+            if v is None or (name != "policy_torque_ff" and np.any(v < 0.0)):
+                self._counters["policy_output_invalid"] += 1
+                continue
+            dest[POLICY_TO_JOINT] = v
+        pos[list(NON_POLICY_JOINTS)] = DEFAULT_POS[list(NON_POLICY_JOINTS)]
+        if self.params.clamp_policy_targets:
+            pos, clamped = clamp_joint_targets(pos)
+            if clamped:
+                self._counters["policy_targets_clamped"] += 1
+        return _targets(pos, zeros, kp, kd, ff)
+
+
+def _targets(pos: np.ndarray, vel: np.ndarray, kp: np.ndarray, kd: np.ndarray, ff: np.ndarray) -> _Targets:
+    return _Targets(_ro(pos), _ro(vel.copy()), _ro(kp), _ro(kd), _ro(ff.copy()))
+
+
+__all__ = [
+    "ALERT_FALL_DETECTED",
+    "ALERT_MOTOR_OVERTEMP",
+    "ALERT_MOTOR_TEMP_HIGH",
+    "COUNTERS",
+    "Alert",
+    "Firmware",
+    "FirmwareInputs",
+    "FirmwareOutput",
+    "FirmwareParams",
+    "Mode",
+    "MoveSubmode",
+    "alert_name",
+]

@@ -1,0 +1,228 @@
+"""The edge node: Asimov Edge + firmware. Converts messages to calls of the pure `Firmware` core and back.
+
+Per control tick k it needs the plant's tick-k sensor state and the policy's tick-k targets (lockstep waits for
+both; real time uses the latest policy answer if tick k's is late). Commands from every source go through the
+arbiter, then the firmware; rejections are counted and logged (rate-limited) and never change state.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import Twist
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantState, PolicyStep
+from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
+
+from vasimov import joints
+from vasimov.commands import CommandSource, Rejection, RobotCommand, VelocityCommand
+from vasimov.frames import projected_gravity
+from vasimov.ros import qos, topics
+from vasimov.ros.command_msgs import from_msg
+from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.ratelog import RateLimitedLog
+from vasimov.tick_sync import TickSync
+from vasimov_edge import command_script
+from vasimov_edge.arbiter import Arbiter
+from vasimov_edge.firmware import Firmware, FirmwareInputs, FirmwareOutput, FirmwareParams
+
+PARAMS: tuple[ParamSpec, ...] = (
+    *COMMON,
+    ParamSpec("command_script", "", "YAML file of timed commands submitted at their tick (deterministic source)."),
+    ParamSpec("stand_ramp_duration", 2.0, "Seconds STAND takes to blend to the stand pose.", min=0.1, max=10.0),
+    ParamSpec("gantry_release_delay", 1.0, "Seconds after the STAND ramp completes before the virtual gantry "
+              "releases the pelvis.", min=0.0, max=60.0),
+    ParamSpec("thermal_model", True, "Compute motor temperatures from simulated effort (assumed parameters); off = "
+              "temperatures are not reported and no thermal alert fires."),
+    ParamSpec("arbiter_hold", 1.0, "Seconds a higher-priority command source keeps control after its last command.",
+              min=0.0, max=60.0),
+)
+
+
+class EdgeNode(Node):
+    def __init__(self) -> None:
+        super().__init__("edge")
+        self.p = declare(self, PARAMS)
+        self.lockstep = bool(self.p["lockstep"])
+        self.control_period = self.p["physics_dt"] * self.p["control_decimation"]
+        self.firmware = Firmware(FirmwareParams(
+            stand_ramp_s=self.p["stand_ramp_duration"],
+            gantry_release_after_stand_s=self.p["gantry_release_delay"],
+            thermal_model=self.p["thermal_model"],
+        ))
+        self.arbiter = Arbiter(hold_s=self.p["arbiter_hold"])
+        self.script = command_script.ScriptPlayer(
+            command_script.load(self.p["command_script"]) if self.p["command_script"] else [])
+        self.sync = TickSync(("state", "policy"))
+        self.log_limited = RateLimitedLog(self.get_logger().warning)
+        self.epoch = 0
+        self.last_tick = -1
+        self.t_fw = 0.0
+        self.last_policy: PolicyStep | None = None
+        self.policy_late = 0
+        self.last_mode: int | None = None
+
+        self.pub_cmd = self.create_publisher(MotorCommand, topics.MOTOR_COMMAND, qos.LOOP)
+        self.pub_state = self.create_publisher(FirmwareState, topics.FIRMWARE_STATE, qos.LOOP)
+        self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)
+        self.create_subscription(PolicyStep, topics.POLICY_STEP, self.on_policy, qos.LOOP)
+        self.create_subscription(RobotCommandMsg, topics.ROBOT_COMMAND, self.on_command, qos.COMMANDS)
+        self.create_subscription(Twist, topics.CMD_VEL, self.on_cmd_vel, qos.COMMANDS)
+        self.m_cmd = MotorCommand()
+        self.m_state = FirmwareState()
+        self.get_logger().info("edge ready: firmware boots in DAMP on the virtual gantry")
+
+    # -- inputs --------------------------------------------------------------------------------------------------
+    def on_tick(self, msg: PlantState) -> None:
+        if msg.epoch != self.epoch:
+            self._restart(msg.epoch)
+        self.sync.put("state", msg.epoch, msg.tick, msg)
+        self._try(msg.tick)
+        if not self.lockstep:
+            # real time: a tick whose policy answer never came is decided with the latest answer
+            for k in range(self.last_tick + 1, msg.tick):
+                st = self.sync.get("state", k)
+                if st is not None:
+                    self.policy_late += 1
+                    self._decide(st, self.last_policy)
+
+    def on_policy(self, msg: PolicyStep) -> None:
+        if msg.epoch != self.epoch:
+            return
+        self.last_policy = msg
+        self.sync.put("policy", msg.epoch, msg.tick, msg)
+        self._try(msg.tick)
+
+    def _try(self, tick: int) -> None:
+        if tick <= self.last_tick:
+            return
+        slot = self.sync.take(tick)
+        if slot is not None:
+            self._decide(slot["state"], slot["policy"])
+
+    def on_command(self, msg: RobotCommandMsg) -> None:
+        cmd = from_msg(msg)
+        self._submit(cmd)
+
+    def on_cmd_vel(self, msg: Twist) -> None:
+        v = (msg.linear.x, msg.linear.y, msg.angular.z)
+        if not all(np.isfinite(v)):
+            self._submit(Rejection("NON_FINITE", "cmd_vel has a non-finite component"))
+            return
+        self._submit(VelocityCommand(*v, source=CommandSource.FOXGLOVE))
+
+    def _submit(self, cmd: RobotCommand | Rejection) -> None:
+        if isinstance(cmd, Rejection):
+            self.firmware.count_rejection(cmd)
+            self.log_limited(cmd.reason, f"command rejected: {cmd.reason} {cmd.detail}")
+            return
+        rejection = self.arbiter.admit(cmd, self.t_fw)
+        if rejection is None:
+            rejection = self.firmware.submit(cmd, self.t_fw)
+        else:
+            self.firmware.count_rejection(rejection)
+        if rejection is not None:
+            self.log_limited(rejection.reason, f"{type(cmd).__name__} from {cmd.source.name} rejected: "
+                                               f"{rejection.reason} {rejection.detail}")
+
+    def _restart(self, epoch: int) -> None:
+        self.get_logger().info(f"plant restarted (epoch {epoch}): virtual firmware restart, boot in DAMP")
+        self.epoch = epoch
+        self.sync.reset(epoch)
+        self.firmware.restart()
+        self.arbiter.reset()
+        self.script.rewind()
+        self.last_tick = -1
+        self.t_fw = 0.0
+        self.last_policy = None
+
+    # -- one control tick ----------------------------------------------------------------------------------------
+    def _decide(self, state: PlantState, policy: PolicyStep | None) -> None:
+        tick = int(state.tick)
+        self.last_tick = tick
+        self.t_fw = tick * self.control_period
+        for cmd in self.script.due(self.t_fw):
+            self._submit(cmd)
+        inputs = FirmwareInputs(
+            q=np.asarray(state.position),
+            qd=np.asarray(state.velocity),
+            projected_gravity=projected_gravity(np.asarray(state.imu_orientation)),
+            tau=np.asarray(state.effort),
+            policy_target=None if policy is None else np.asarray(policy.target),
+            policy_torque_ff=None if policy is None else np.asarray(policy.torque_ff),
+            policy_kp=None if policy is None or len(policy.kp) == 0 else np.asarray(policy.kp),
+            policy_kd=None if policy is None or len(policy.kd) == 0 else np.asarray(policy.kd),
+        )
+        out = self.firmware.tick(self.t_fw, inputs)
+        self._publish(state, out)
+
+    def _publish(self, state: PlantState, out: FirmwareOutput) -> None:
+        c = self.m_cmd
+        c.stamp = state.stamp
+        c.tick = state.tick
+        c.epoch = state.epoch
+        c.position = out.position
+        c.velocity = out.velocity
+        c.kp = out.kp
+        c.kd = out.kd
+        c.torque_ff = out.torque_ff
+        c.gantry_engaged = bool(out.gantry_engaged)
+        self.pub_cmd.publish(c)
+
+        s = self.m_state
+        s.stamp = state.stamp
+        s.tick = state.tick
+        s.epoch = state.epoch
+        s.firmware_time_us = round(self.t_fw * 1e6)
+        s.mode = int(out.mode)
+        s.mode_name = out.mode.name
+        s.move_submode = out.move_submode
+        s.armed = bool(out.armed)
+        s.error_flags = int(out.error_flags)
+        s.alerts = [Alert(id=a.id, severity=a.severity, value=a.value, threshold=a.threshold,
+                          first_set_us=a.first_set_us, source_id=a.source_id, name=a.name) for a in out.alerts]
+        s.velocity_command = [float(v) for v in out.velocity_command]
+        s.control_source = self.arbiter.holder_name()
+        s.policy_active = bool(out.policy_active)
+        s.gantry_engaged = bool(out.gantry_engaged)
+        s.thermal_model_active = out.motor_temperature is not None
+        s.motor_temperature = (np.zeros(joints.NUM_JOINTS) if out.motor_temperature is None
+                               else np.asarray(out.motor_temperature, dtype=float))
+        counters = dict(out.counters)
+        counters["policy_late"] = self.policy_late
+        s.counter_names = list(counters)
+        s.counter_values = [int(v) for v in counters.values()]
+        self.pub_state.publish(s)
+        if out.mode != self.last_mode:
+            self.get_logger().info(f"mode {out.mode.name}{'/' + out.move_submode if out.move_submode else ''} "
+                                   f"at t={self.t_fw:.2f} s")
+            self.last_mode = out.mode
+
+
+def main(args: list[str] | None = None) -> int:
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = EdgeNode()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        code = 0
+    except (ValueError, command_script.ScriptError) as exc:
+        print(f"edge: configuration error: {exc}", file=sys.stderr)
+        code = 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+"""The controller's own copy of the robot model: forward kinematics, Jacobians, gravity torques and leg IK.
+
+The built-in walker is allowed exactly what the real robot's policy gets (IMU, encoders, command) plus a model of
+itself. This module is that model. It owns a private ``MjData`` that is never stepped: the controller writes the
+measured (or desired) joint angles and the IMU attitude into it and reads geometry back. Nothing here touches the
+running simulation.
+
+Every index is resolved by name once, in :class:`LegIndex` / :class:`RobotKinematics`, so a change in the MJCF
+declaration order cannot silently permute a leg.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from numpy.typing import NDArray
+
+from vasimov import joints
+
+SIDES: tuple[str, str] = ("left", "right")
+LEG_JOINT_SUFFIXES: tuple[str, ...] = ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll")
+FOOT_BODY = "{side}_ankle_roll_link"
+FOOT_GEOM_PREFIX = "{side}_foot"  # the sheet's contact spheres: <side>_foot<k>_collision
+ROOT_BODY = "pelvis_link"
+MOMENT_LEVER = 0.02  # m; how much a sole moment "costs" relative to a force when splitting the weight
+
+Vec = NDArray[np.float64]
+
+
+def _load_default_model() -> mujoco.MjModel:
+    # Imported lazily so this module can be imported (and its pure helpers tested) without compiling a model.
+    from vasimov.model.mjcf import load_model
+
+    return load_model(floor=False, gantry=False)
+
+
+@dataclass(frozen=True)
+class LegIndex:
+    """Where one leg's six joints live in every index space the controller uses."""
+
+    side: str
+    joint: tuple[int, ...]  # joint-table indices (vasimov.joints order), hip pitch .. ankle roll
+    qpos: NDArray[np.intp]  # qpos addresses in the controller's model
+    dof: NDArray[np.intp]  # dof (qvel / Jacobian column) addresses
+    foot_body: int
+    sole_offset: Vec  # sole centre in the foot body frame: middle of the contact spheres, on the ground plane
+    sole_half_length: float  # half the support rectangle along the foot x axis
+    sole_half_width: float  # half the narrower (heel) width of the support rectangle
+
+
+def yaw_rotation(yaw: float) -> Vec:
+    """Rotation matrix about world z."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def rot_log(R: Vec) -> Vec:
+    """Rotation vector of ``R`` (axis * angle); accurate enough for IK errors far from pi."""
+    cos_a = np.clip((np.trace(R) - 1.0) * 0.5, -1.0, 1.0)
+    a = np.arccos(cos_a)
+    v = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if a < 1e-6:
+        return 0.5 * v
+    return v * (a / (2.0 * np.sin(a)))
+
+
+def roll_pitch_yaw(R: Vec) -> tuple[float, float, float]:
+    """ZYX Euler angles (roll about x, pitch about y, yaw about z) of a body-to-world rotation."""
+    yaw = float(np.arctan2(R[1, 0], R[0, 0]))
+    pitch = float(np.arcsin(np.clip(-R[2, 0], -1.0, 1.0)))
+    roll = float(np.arctan2(R[2, 1], R[2, 2]))
+    return roll, pitch, yaw
+
+
+def rotation_from_rpy(roll: float, pitch: float, yaw: float) -> Vec:
+    """Inverse of :func:`roll_pitch_yaw` (R = Rz(yaw) Ry(pitch) Rx(roll))."""
+    cr, sr = np.cos(roll), np.sin(roll)
+    cp, sp = np.cos(pitch), np.sin(pitch)
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
+
+
+class RobotKinematics:
+    """Kinematics-only Asimov 1: measured-state geometry, COM Jacobian, static torques and two-leg IK.
+
+    Two ``MjData`` are kept: ``meas`` holds the measured state (IMU attitude + encoders) for estimation and
+    feed-forward, ``ik`` holds the desired configuration the IK iterates on (warm-started tick to tick). The floating
+    base sits at the origin in both; callers work with positions relative to the pelvis, rotated into a
+    gravity-aligned frame by the IMU attitude.
+    """
+
+    def __init__(self, model: mujoco.MjModel | None = None) -> None:
+        self.model = model if model is not None else _load_default_model()
+        m = self.model
+        self.meas = mujoco.MjData(m)
+        self.ik = mujoco.MjData(m)
+        self.root_body = m.body(ROOT_BODY).id
+        free = [j for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+        if len(free) != 1:
+            raise ValueError(f"expected one free joint in the model, found {len(free)}")
+        self.base_qpos = int(m.jnt_qposadr[free[0]])
+        self.base_dof = int(m.jnt_dofadr[free[0]])
+        self.joint_qpos = np.array([m.joint(n).qposadr[0] for n in joints.SIM_NAMES], dtype=np.intp)
+        self.joint_dof = np.array([m.joint(n).dofadr[0] for n in joints.SIM_NAMES], dtype=np.intp)
+        self.legs: dict[str, LegIndex] = {s: self._leg(s) for s in SIDES}
+        self.base_dofs = np.arange(self.base_dof, self.base_dof + 6, dtype=np.intp)
+        self._jacp = np.zeros((3, m.nv))
+        self._jacr = np.zeros((3, m.nv))
+        self._jcom = np.zeros((3, m.nv))
+        self._bias = np.zeros(m.nv)
+        for d in (self.meas, self.ik):
+            d.qpos[:] = m.qpos0
+            d.qpos[self.base_qpos + 3 : self.base_qpos + 7] = (1.0, 0.0, 0.0, 0.0)
+            d.qpos[self.joint_qpos] = joints.DEFAULT_POS
+            d.qvel[:] = 0.0
+        self.total_mass = float(m.body_subtreemass[self.root_body])
+
+    def _leg(self, side: str) -> LegIndex:
+        m = self.model
+        names = tuple(f"{side}_{s}_joint" for s in LEG_JOINT_SUFFIXES)
+        body = m.body(FOOT_BODY.format(side=side)).id
+        prefix = FOOT_GEOM_PREFIX.format(side=side)
+        spheres = [
+            g
+            for g in range(m.ngeom)
+            if m.geom_bodyid[g] == body and (m.geom(g).name or "").startswith(prefix)
+            and m.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE
+        ]
+        if len(spheres) < 3:
+            raise ValueError(f"{side} foot: expected >= 3 contact spheres named {prefix}*, found {len(spheres)}")
+        pos = m.geom_pos[spheres]
+        radius = float(m.geom_size[spheres[0], 0])
+        lo, hi = pos.min(axis=0), pos.max(axis=0)
+        sole = np.array([(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0, lo[2] - radius])
+        # narrowest width among the sphere rows (heel pair) bounds the lateral support everywhere along the foot
+        xs = pos[:, 0]
+        heel = pos[np.isclose(xs, lo[0])]
+        half_width = float((heel[:, 1].max() - heel[:, 1].min()) / 2.0)
+        return LegIndex(
+            side=side,
+            joint=tuple(joints.joint_index(n) for n in names),
+            qpos=np.array([m.joint(n).qposadr[0] for n in names], dtype=np.intp),
+            dof=np.array([m.joint(n).dofadr[0] for n in names], dtype=np.intp),
+            foot_body=body,
+            sole_offset=sole,
+            sole_half_length=float((hi[0] - lo[0]) / 2.0),
+            sole_half_width=half_width,
+        )
+
+    # ------------------------------------------------------------------ measured state
+    def set_measured(self, quat: Vec, q: Vec) -> None:
+        """Load the IMU attitude and the 25 encoder angles; base position stays at the origin."""
+        d = self.meas
+        d.qpos[self.base_qpos : self.base_qpos + 3] = 0.0
+        d.qpos[self.base_qpos + 3 : self.base_qpos + 7] = quat
+        d.qpos[self.joint_qpos] = q
+        mujoco.mj_kinematics(self.model, d)
+        mujoco.mj_comPos(self.model, d)
+
+    def sole_pose(self, side: str, data: mujoco.MjData | None = None) -> tuple[Vec, Vec]:
+        """Sole-centre position and foot rotation (world-aligned frame, pelvis origin at 0)."""
+        d = self.meas if data is None else data
+        leg = self.legs[side]
+        R = d.xmat[leg.foot_body].reshape(3, 3)
+        return d.xpos[leg.foot_body] + R @ leg.sole_offset, R.copy()
+
+    def com(self, data: mujoco.MjData | None = None) -> Vec:
+        d = self.meas if data is None else data
+        return d.subtree_com[self.root_body].copy()
+
+    def com_velocity_rel_sole(self, side: str, gyro: Vec, qd: Vec) -> Vec:
+        """COM velocity relative to a sole point that is not moving (the stance foot), world-aligned.
+
+        With the stance sole fixed to the ground, the COM velocity follows from the joint rates and the base angular
+        velocity alone: ``(J_com - J_sole) @ v`` with the base linear velocity set to zero (it cancels).
+        """
+        m, d = self.model, self.meas
+        v = np.zeros(m.nv)
+        v[self.base_dof + 3 : self.base_dof + 6] = gyro  # free-joint angular velocity is in the body frame
+        v[self.joint_dof] = qd
+        mujoco.mj_jacSubtreeCom(m, d, self._jcom, self.root_body)
+        p, _ = self.sole_pose(side)
+        mujoco.mj_jac(m, d, self._jacp, None, p, self.legs[side].foot_body)
+        return (self._jcom - self._jacp) @ v
+
+    def static_torques(self, weight_left: float, data: mujoco.MjData | None = None) -> Vec:
+        """Joint torques (joint-table order, 25) that hold the configuration still against gravity.
+
+        The robot's weight is carried by the soles, ``weight_left`` of it by the left one. The sole wrenches must
+        balance the floating base (its six rows of the static equation). In single support that fixes the wrench;
+        in double support there are twelve unknowns for six equations, and the solution closest to "each foot
+        pushes straight up with its share of the weight, with no moment" is taken (moments weighted as forces at a
+        lever of ``MOMENT_LEVER``), so the feed-forward does not squeeze the legs against each other.
+        """
+        m = self.model
+        d = self.meas if data is None else data
+        d.qvel[:] = 0.0
+        mujoco.mj_rne(m, d, 0, self._bias)
+        g = self._bias
+        tau = g[self.joint_dof].copy()
+        w_left = float(np.clip(weight_left, 0.0, 1.0))
+        shares = [(s, w) for s, w in (("left", w_left), ("right", 1.0 - w_left)) if w > 1e-3]
+        jacs = []
+        for side, _ in shares:
+            p, _ = self.sole_pose(side, d)
+            mujoco.mj_jac(m, d, self._jacp, self._jacr, p, self.legs[side].foot_body)
+            jacs.append(np.vstack((self._jacp, self._jacr)))
+        weight = self.total_mass * float(-m.opt.gravity[2])
+        a = np.hstack([j[:, self.base_dofs].T for j in jacs])  # (6, 6k): base rows of J^T
+        f_nom = np.concatenate([[0.0, 0.0, w * weight, 0.0, 0.0, 0.0] for _, w in shares])
+        cov = np.tile(np.array([1.0, 1.0, 1.0, MOMENT_LEVER**2, MOMENT_LEVER**2, MOMENT_LEVER**2]), len(shares))
+        resid = g[self.base_dofs] - a @ f_nom
+        f = f_nom + cov * (a.T @ np.linalg.solve((a * cov) @ a.T, resid))
+        for i, jac in enumerate(jacs):
+            tau -= jac[:, self.joint_dof].T @ f[6 * i : 6 * i + 6]
+        return tau
+
+    # ------------------------------------------------------------------ inverse kinematics
+    def ik_set_posture(self, q: Vec) -> None:
+        """Seed the IK configuration (all 25 joints); legs are then refined by :meth:`solve_legs`."""
+        self.ik.qpos[self.joint_qpos] = q
+
+    def solve_legs(
+        self,
+        base_rot: Vec,
+        targets: dict[str, tuple[Vec, Vec]],
+        iterations: int = 3,
+        damping: float = 1e-4,
+    ) -> dict[str, Vec]:
+        """Leg angles putting each sole at ``targets[side] = (pos, rot)`` relative to the pelvis origin.
+
+        ``pos``/``rot`` are expressed in the world-aligned frame whose origin is the pelvis and where the pelvis has
+        orientation ``base_rot``. Damped Newton steps on the 6-D pose error, warm-started from the previous
+        solution, clamped to the joint ranges; a few iterations suffice because targets move little per tick.
+        """
+        m, d = self.model, self.ik
+        d.qpos[self.base_qpos : self.base_qpos + 3] = 0.0
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, np.ascontiguousarray(base_rot).reshape(9))
+        d.qpos[self.base_qpos + 3 : self.base_qpos + 7] = quat
+        eye = damping * np.eye(6)
+        for _ in range(iterations):
+            mujoco.mj_kinematics(m, d)
+            for side, (p_des, R_des) in targets.items():
+                leg = self.legs[side]
+                R = d.xmat[leg.foot_body].reshape(3, 3)
+                p = d.xpos[leg.foot_body] + R @ leg.sole_offset
+                err = np.concatenate((p_des - p, rot_log(R_des @ R.T)))
+                mujoco.mj_jac(m, d, self._jacp, self._jacr, p, leg.foot_body)
+                jac = np.vstack((self._jacp[:, leg.dof], self._jacr[:, leg.dof]))
+                dq = jac.T @ np.linalg.solve(jac @ jac.T + eye, err)
+                qa = d.qpos[leg.qpos] + dq
+                lo = joints.RANGE_LO[list(leg.joint)]
+                hi = joints.RANGE_HI[list(leg.joint)]
+                d.qpos[leg.qpos] = np.clip(qa, lo, hi)
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        return {side: d.qpos[self.legs[side].qpos].copy() for side in targets}
+
+    def ik_com(self) -> Vec:
+        """COM of the IK configuration relative to the pelvis origin (after :meth:`solve_legs`)."""
+        return self.ik.subtree_com[self.root_body].copy()

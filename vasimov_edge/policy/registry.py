@@ -1,0 +1,80 @@
+"""Turn a policy spec string (a node parameter or CLI flag) into a PolicyBackend.
+
+Specs: ``builtin`` (the model-based walker in ``vasimov_edge.policy.builtin``), ``zero`` or its alias ``hold`` (hold
+the default standing pose, the pre-locomotion "hold stance" controller), a local ``.onnx`` path, or a Hugging Face spec
+(``hf://Menlo/asimov1-locomotion-0818@<revision>`` or ``owner/repo@revision``; see :mod:`.checkpoint`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from vasimov_edge.policy.checkpoint import OFFICIAL_SPEC, CheckpointError, resolve_checkpoint
+from vasimov_edge.policy.interface import PolicyBackend, PolicyInput, PolicyOutput
+from vasimov_edge.policy.observation import DEFAULT_POS_POLICY, ObservationBuilder
+
+BUILTIN = "builtin"
+ZERO = "zero"
+HOLD_ALIASES = (ZERO, "hold")
+SPEC_HELP = (
+    f"'{BUILTIN}', '{ZERO}' (alias 'hold'), a local .onnx path, or a Hugging Face spec such as {OFFICIAL_SPEC} "
+    "(hf://<owner>/<repo>[/<file>][@<revision>])"
+)
+
+
+class BackendSpecError(ValueError):
+    """A policy spec that names no usable backend; the message lists the valid forms."""
+
+
+class HoldPoseBackend:
+    """Targets the default standing pose on every tick, whatever the sensors say.
+
+    Used before locomotion starts (or when no policy is wanted) so the PD loop holds the stance the policy was trained
+    around. It still builds the 78-D observation so dashboards show what a policy would see; there is no network, so
+    ``action`` stays ``None``.
+    """
+
+    name = ZERO
+
+    def __init__(self) -> None:
+        self._builder = ObservationBuilder()
+
+    def reset(self) -> None:
+        """Nothing learned to forget; the builder's previous action is zero and stays zero."""
+        self._builder.reset()
+
+    def step(self, inp: PolicyInput) -> PolicyOutput:
+        """Default pose in policy order, plus the observation for display."""
+        return PolicyOutput(target=DEFAULT_POS_POLICY.copy(), observation=self._builder.build(inp))
+
+
+def _builtin() -> PolicyBackend:
+    try:
+        from vasimov_edge.policy.builtin import BuiltinController
+    except ImportError as exc:
+        raise BackendSpecError(
+            f"policy spec '{BUILTIN}' needs vasimov_edge.policy.builtin.BuiltinController, which cannot be imported "
+            f"({exc}); use another spec: {SPEC_HELP}"
+        ) from exc
+    return BuiltinController()
+
+
+def make_backend(spec: str, *, providers: Sequence[str] = ("CPUExecutionProvider",), threads: int = 1) -> PolicyBackend:
+    """Build the backend named by ``spec``; ``providers``/``threads`` apply to ONNX backends only."""
+    s = spec.strip()
+    if not s:
+        raise BackendSpecError(f"empty policy spec; valid: {SPEC_HELP}")
+    if s == BUILTIN:
+        return _builtin()
+    if s in HOLD_ALIASES:
+        return HoldPoseBackend()
+    from vasimov_edge.policy.onnx_backend import OnnxPolicyBackend  # onnxruntime only when a network is wanted
+
+    try:
+        ckpt = resolve_checkpoint(s)
+    except CheckpointError as exc:
+        if Path(s).suffix == "" and "/" not in s:
+            raise BackendSpecError(f"unknown policy spec {spec!r}; valid: {SPEC_HELP}") from exc
+        raise
+    return OnnxPolicyBackend(ckpt.path, providers=providers, threads=threads, sha256=ckpt.sha256)

@@ -1,0 +1,146 @@
+"""The policy runner node: hosts one locomotion backend and answers every control tick with joint targets.
+
+Inputs for tick k: the plant's tick-k sensor state and the firmware's state after tick k-1 (velocity command and
+whether MOVE/POLICY is active). So a velocity command accepted by the firmware at tick k-1 reaches the policy's
+observation at tick k. The backend only sees what the real robot's policy sees: IMU, joint encoders, command.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from vasimov_msgs.msg import FirmwareState, PlantState, PolicyStep
+
+from vasimov.frames import projected_gravity
+from vasimov.ros import qos, topics
+from vasimov.ros.convert import from_stamp
+from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.tick_sync import TickSync
+from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
+from vasimov_edge.policy.registry import make_backend
+
+PARAMS: tuple[ParamSpec, ...] = (
+    *COMMON,
+    ParamSpec("backend", "builtin", "Locomotion backend: 'builtin' (model-based controller, no weights), 'hold' "
+              "(holds the stand pose), a local .onnx file, or hf://REPO@REVISION."),
+)
+
+
+class PolicyNode(Node):
+    def __init__(self) -> None:
+        super().__init__("policy")
+        self.p = declare(self, PARAMS)
+        self.lockstep = bool(self.p["lockstep"])
+        self.backend = make_backend(self.p["backend"])
+        self.sync = TickSync(("state",))
+        self.fw_by_tick: dict[int, FirmwareState] = {}
+        self.latest_fw: FirmwareState | None = None
+        self.epoch = 0
+        self.was_active = False
+        self.pending: list[PlantState] = []
+        self.pub = self.create_publisher(PolicyStep, topics.POLICY_STEP, qos.LOOP)
+        self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)
+        self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
+        self.m = PolicyStep()
+        self.m.backend = self.backend.name
+        self.get_logger().info(f"policy runner ready: backend {self.backend.name}")
+
+    def on_firmware(self, msg: FirmwareState) -> None:
+        if msg.epoch != self.epoch:
+            return
+        self.latest_fw = msg
+        self.fw_by_tick[int(msg.tick)] = msg
+        while len(self.fw_by_tick) > 64:
+            self.fw_by_tick.pop(next(iter(self.fw_by_tick)))
+        self._drain()
+
+    def on_tick(self, msg: PlantState) -> None:
+        if msg.epoch != self.epoch:
+            self.epoch = msg.epoch
+            self.fw_by_tick.clear()
+            self.latest_fw = None
+            self.pending.clear()
+            self.backend.reset()
+            self.was_active = False
+        self.pending.append(msg)
+        self._drain()
+
+    def _drain(self) -> None:
+        """Answer pending ticks in order; in lockstep each waits for the firmware's answer to the tick before."""
+        while self.pending:
+            state = self.pending[0]
+            k = int(state.tick)
+            fw = self.fw_by_tick.get(k - 1)
+            if fw is None and k > 0:
+                if self.lockstep:
+                    return
+                fw = self.latest_fw
+            self.pending.pop(0)
+            self._answer(state, fw)
+
+    def _answer(self, state: PlantState, fw: FirmwareState | None) -> None:
+        active = bool(fw is not None and fw.policy_active)
+        if active and not self.was_active:
+            self.backend.reset()
+        self.was_active = active
+        command = np.asarray(fw.velocity_command, dtype=float) if fw is not None else np.zeros(3)
+        inp = PolicyInput(
+            tick=int(state.tick),
+            sim_time=from_stamp(state.stamp),
+            gyro=np.asarray(state.imu_angular_velocity, dtype=float),
+            projected_gravity=projected_gravity(np.asarray(state.imu_orientation)),
+            quat=np.asarray(state.imu_orientation, dtype=float),
+            command=command,
+            q=np.asarray(state.position, dtype=float),
+            qd=np.asarray(state.velocity, dtype=float),
+            active=active,
+        )
+        t0 = time.perf_counter()
+        out = self.backend.step(inp)
+        elapsed = time.perf_counter() - t0
+        self._publish(state, out, elapsed)
+
+    def _publish(self, state: PlantState, out: PolicyOutput, elapsed: float) -> None:
+        m = self.m
+        m.stamp = state.stamp
+        m.tick = state.tick
+        m.epoch = state.epoch
+        m.target = np.asarray(out.target, dtype=float)
+        m.torque_ff = np.zeros(len(m.target)) if out.torque_ff is None else np.asarray(out.torque_ff, dtype=float)
+        m.kp = [] if out.kp is None else [float(v) for v in out.kp]
+        m.kd = [] if out.kd is None else [float(v) for v in out.kd]
+        m.observation = [] if out.observation is None else np.asarray(out.observation, dtype=np.float32)
+        m.action = [] if out.action is None else np.asarray(out.action, dtype=np.float32)
+        m.compute_time = elapsed
+        self.pub.publish(m)
+
+
+def main(args: list[str] | None = None) -> int:
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = PolicyNode()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        code = 0
+    except ValueError as exc:
+        print(f"policy: configuration error: {exc}", file=sys.stderr)
+        code = 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

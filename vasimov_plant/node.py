@@ -1,0 +1,370 @@
+"""The plant node: the only process that owns MuJoCo state.
+
+It steps physics, applies the latest motor command through the motor model, and publishes what the robot's
+sensors read (every step) plus ground truth and `/clock`. Two time modes:
+
+* real time: a loop thread paces physics to the wall clock and uses the latest motor command; a command-age
+  watchdog turns a stale command (its producer died or stalled) into pure damping;
+* lockstep: after publishing control tick k the plant waits until the motor command answering tick k arrives, then
+  applies it for the next `control_decimation` physics steps. A command published in answer to tick k therefore
+  takes effect at physics step k*decimation and stays until step (k+1)*decimation; nothing depends on wall time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import Vector3
+from nav_msgs.msg import Odometry
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Imu, JointState
+from vasimov_msgs.msg import FootContacts, MotorCommand, PlantFault, PlantState, SimControl
+
+from vasimov import joints
+from vasimov.frames import rotate_inverse
+from vasimov.ros import qos, topics
+from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
+from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.ratelog import RateLimitedLog
+from vasimov_plant.physics import PhysicsError, PlantCore
+
+PARAMS: tuple[ParamSpec, ...] = (
+    *COMMON,
+    ParamSpec("duration", 0.0, "Simulated seconds to run before exiting 0 (0 = until stopped).", min=0.0, max=1e7),
+    ParamSpec("seed", 0, "Seed for every random draw of the plant.", min=0, max=2**31 - 1),
+    ParamSpec("viewer", False, "Open MuJoCo's passive viewer (needs a display)."),
+    ParamSpec("gantry_height", 0.62, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
+    ParamSpec("command_timeout", 0.1, "Real time only: a motor command older than this (sim s) is replaced by "
+              "damping.", min=0.01, max=10.0),
+    ParamSpec("watchdog_kd", 2.0, "Damping gain applied to every joint while the motor command is stale.",
+              min=0.0, max=50.0),
+    ParamSpec("standard_topics_decimation", 1, "Publish /joint_states, /imu and ground truth every N physics "
+              "steps.", min=1, max=1000),
+    ParamSpec("realtime_factor", 1.0, "Real time only: simulated seconds per wall second.", min=0.01, max=100.0),
+    ParamSpec("lockstep_timeout", 20.0, "Lockstep only: wall seconds to wait for a participant's answer before "
+              "declaring it dead and exiting non-zero.", min=0.5, max=3600.0),
+    ParamSpec("lockstep_participants", 2, "Lockstep only: subscribers of the tick topic that must be matched "
+              "before the first tick (edge + policy).", min=1, max=16),
+    ParamSpec("speed_torque_envelope", False, "Limit motor torque linearly to zero at the joint's no-load speed "
+              "(assumed envelope)."),
+)
+
+EXIT_PHYSICS_FAULT = 3
+EXIT_LOCKSTEP_STALL = 4
+
+
+class PlantNode(Node):
+    def __init__(self) -> None:
+        super().__init__("plant")
+        self.p = declare(self, PARAMS)
+        self.decimation = int(self.p["control_decimation"])
+        self.core = PlantCore(gantry_height=self.p["gantry_height"], seed=self.p["seed"],
+                              speed_torque_envelope=self.p["speed_torque_envelope"])
+        if abs(self.core.dt - self.p["physics_dt"]) > 1e-12:
+            raise ValueError(f"physics_dt={self.p['physics_dt']} does not match the model timestep {self.core.dt}")
+        self.control_period = self.core.dt * self.decimation
+        self.lockstep = bool(self.p["lockstep"])
+        self.log_limited = RateLimitedLog(self.get_logger().warning)
+        self.exit_code: int | None = None
+        self.lock = threading.Lock()
+
+        self.epoch = 0
+        self.time_offset = 0.0  # keeps /clock monotonic across virtual restarts
+        self.faulted = False
+        self.latest_cmd: MotorCommand | None = None
+        self.awaiting_tick: int | None = None
+        self.awaiting_since = 0.0
+        self.stale_count = 0
+        self.out_of_order = 0
+
+        self.pub_clock = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
+        self.pub_state = self.create_publisher(PlantState, topics.PLANT_STATE, qos.STATE_STREAM)
+        self.pub_tick = self.create_publisher(PlantState, topics.PLANT_TICK, qos.LOOP)
+        self.pub_joints = self.create_publisher(JointState, topics.JOINT_STATES, qos.TELEMETRY)
+        self.pub_imu = self.create_publisher(Imu, topics.IMU, qos.TELEMETRY)
+        self.pub_odom = self.create_publisher(Odometry, topics.ODOM_TRUTH, qos.TELEMETRY)
+        self.pub_feet = self.create_publisher(FootContacts, topics.FEET_TRUTH, qos.TELEMETRY)
+        self.pub_fault = self.create_publisher(PlantFault, topics.PLANT_FAULT, qos.COMMANDS)
+        self.create_subscription(MotorCommand, topics.MOTOR_COMMAND, self.on_motor_command, qos.LOOP)
+        self.create_subscription(SimControl, topics.SIM_CONTROL, self.on_sim_control, qos.COMMANDS)
+
+        self._init_messages()
+        self.core.reset()
+        self._apply_damping()
+        self.viewer = self._open_viewer() if self.p["viewer"] else None
+        self.get_logger().info(
+            f"plant ready: dt={self.core.dt} s, control every {self.decimation} steps, "
+            f"{'lockstep' if self.lockstep else 'real time x' + str(self.p['realtime_factor'])}")
+
+    # -- messages ------------------------------------------------------------------------------------------------
+    def _init_messages(self) -> None:
+        self.m_clock = Clock()
+        self.m_state = PlantState()
+        self.m_joints = JointState()
+        self.m_joints.name = list(joints.SIM_NAMES)
+        self.m_imu = Imu()
+        self.m_imu.header.frame_id = "imu_in_pelvis"
+        self.m_odom = Odometry()
+        self.m_odom.header.frame_id = "world"
+        self.m_odom.child_frame_id = "pelvis_link"
+        self.m_feet = FootContacts()
+
+    def sim_time(self) -> float:
+        return self.time_offset + self.core.time
+
+    def _publish_step(self, control_tick: bool) -> None:
+        s = self.core.sensors()
+        now = self.sim_time()
+        step = self.core.step_count
+        m = self.m_state
+        to_stamp(now, m.stamp)
+        m.step = step
+        m.tick = step // self.decimation
+        m.control_tick = control_tick
+        m.epoch = self.epoch
+        m.position = s.q
+        m.velocity = s.qd
+        m.effort = s.tau
+        m.imu_orientation = s.imu_quat
+        m.imu_angular_velocity = s.gyro
+        m.imu_linear_acceleration = s.accel
+        m.gantry_engaged = bool(s.gantry_engaged)
+        self.m_clock.clock = m.stamp
+        self.pub_clock.publish(self.m_clock)
+        self.pub_state.publish(m)
+        if control_tick:
+            self.pub_tick.publish(m)
+        if step % self.p["standard_topics_decimation"] == 0:
+            self._publish_standard(s, m.stamp)
+
+    def _publish_standard(self, s, stamp) -> None:
+        j = self.m_joints
+        j.header.stamp = stamp
+        j.position = s.q.tolist()
+        j.velocity = s.qd.tolist()
+        j.effort = s.tau.tolist()
+        self.pub_joints.publish(j)
+        imu = self.m_imu
+        imu.header.stamp = stamp
+        quat_wxyz_to_ros(s.imu_quat, imu.orientation)
+        imu.angular_velocity = Vector3(x=float(s.gyro[0]), y=float(s.gyro[1]), z=float(s.gyro[2]))
+        imu.linear_acceleration = Vector3(x=float(s.accel[0]), y=float(s.accel[1]), z=float(s.accel[2]))
+        self.pub_imu.publish(imu)
+        t = self.core.truth()
+        o = self.m_odom
+        o.header.stamp = stamp
+        o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = (float(v) for v in t.base_pos)
+        quat_wxyz_to_ros(t.base_quat, o.pose.pose.orientation)
+        # nav_msgs/Odometry twist is expressed in child_frame_id (the pelvis): rotate world vectors into it.
+        lin = rotate_inverse(t.base_quat, t.base_lin_vel)
+        ang = rotate_inverse(t.base_quat, t.base_ang_vel)
+        o.twist.twist.linear = Vector3(x=float(lin[0]), y=float(lin[1]), z=float(lin[2]))
+        o.twist.twist.angular = Vector3(x=float(ang[0]), y=float(ang[1]), z=float(ang[2]))
+        self.pub_odom.publish(o)
+        f = self.m_feet
+        f.stamp = stamp
+        f.left_contact, f.right_contact = bool(t.left_contact), bool(t.right_contact)
+        f.left_normal_force, f.right_normal_force = float(t.left_force), float(t.right_force)
+        self.pub_feet.publish(f)
+
+    # -- commands ------------------------------------------------------------------------------------------------
+    def _apply(self, cmd: MotorCommand) -> None:
+        self.core.set_command(cmd.position, cmd.velocity, cmd.kp, cmd.kd, cmd.torque_ff)
+        if not cmd.gantry_engaged:
+            self.core.set_gantry(False)
+
+    def _apply_damping(self) -> None:
+        n = joints.NUM_JOINTS
+        zeros = np.zeros(n)
+        self.core.set_command(zeros, zeros, zeros, np.full(n, self.p["watchdog_kd"]), zeros)
+
+    def on_motor_command(self, msg: MotorCommand) -> None:
+        if msg.epoch != self.epoch:
+            return  # answers to the previous life of the robot
+        if not self.lockstep:
+            with self.lock:
+                self.latest_cmd = msg
+            return
+        if self.awaiting_tick is None or msg.tick != self.awaiting_tick:
+            self.out_of_order += 1
+            self.log_limited("order", f"lockstep: ignoring motor command for tick {msg.tick} "
+                                      f"(waiting for {self.awaiting_tick})")
+            return
+        self.awaiting_tick = None
+        self._apply(msg)
+        self._advance_control_period()
+
+    def on_sim_control(self, msg: SimControl) -> None:
+        with self.lock:
+            if msg.action == SimControl.ACTION_RESTART:
+                self.get_logger().info("virtual restart requested: back to boot state on the gantry")
+                self._restart()
+            elif msg.action == SimControl.ACTION_PUSH:
+                try:
+                    self.core.apply_push(msg.body, np.asarray(msg.force, dtype=float), float(msg.duration))
+                    self.get_logger().info(f"push {list(msg.force)} N on {msg.body} for {msg.duration} s")
+                except (KeyError, ValueError) as exc:
+                    self.get_logger().error(f"push rejected: {exc}")
+            else:
+                self.get_logger().error(f"sim control rejected: unknown action {msg.action}")
+
+    def _restart(self) -> None:
+        self.time_offset += self.core.time
+        self.epoch += 1
+        self.core.reset()
+        self.faulted = False
+        self.latest_cmd = None
+        self._apply_damping()
+        if self.lockstep:
+            self._publish_step(control_tick=True)
+            self.awaiting_tick = 0
+            self.awaiting_since = time.monotonic()
+
+    # -- stepping ------------------------------------------------------------------------------------------------
+    def _advance_control_period(self) -> None:
+        """Step physics for one control period, publishing every step; publish the next control tick."""
+        try:
+            for i in range(self.decimation):
+                self.core.step()
+                self._publish_step(control_tick=(i == self.decimation - 1))
+        except PhysicsError as exc:
+            self._physics_fault(exc)
+            return
+        if self.viewer is not None:
+            self._sync_viewer()
+        duration = self.p["duration"]
+        if duration > 0 and self.sim_time() >= duration - 1e-9:
+            self.get_logger().info(f"duration {duration} s reached at step {self.core.step_count}")
+            self.exit_code = 0
+            return
+        if self.lockstep:
+            self.awaiting_tick = self.core.step_count // self.decimation
+            self.awaiting_since = time.monotonic()
+
+    def _physics_fault(self, exc: PhysicsError) -> None:
+        self.faulted = True
+        msg = PlantFault()
+        to_stamp(self.sim_time(), msg.stamp)
+        msg.step = self.core.step_count
+        msg.kind = exc.kind
+        msg.message = str(exc)
+        self.pub_fault.publish(msg)
+        self.get_logger().error(f"physics fault at step {msg.step}: {exc.kind}: {exc}")
+        if self.lockstep:
+            self.exit_code = EXIT_PHYSICS_FAULT
+
+    def start_lockstep(self) -> None:
+        self._publish_step(control_tick=True)
+        self.awaiting_tick = 0
+        self.awaiting_since = time.monotonic()
+
+    def lockstep_stalled(self) -> bool:
+        return (self.awaiting_tick is not None
+                and time.monotonic() - self.awaiting_since > self.p["lockstep_timeout"])
+
+    def participants_ready(self) -> bool:
+        return (self.pub_tick.get_subscription_count() >= self.p["lockstep_participants"]
+                and self.count_publishers(topics.MOTOR_COMMAND) >= 1)
+
+    def realtime_loop(self, stop: threading.Event) -> None:
+        """Pace physics to the wall clock; catch up at most a few control periods, then drop the backlog."""
+        period = self.control_period / self.p["realtime_factor"]
+        next_t = time.monotonic()
+        self._publish_step(control_tick=True)
+        while not stop.is_set() and self.exit_code is None:
+            next_t += period
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                stop.wait(delay)
+            elif -delay > 5 * period:
+                next_t = time.monotonic()  # fell far behind (suspended?): do not try to replay the backlog
+            with self.lock:
+                if self.faulted:
+                    continue
+                self._watchdog()
+                self._advance_control_period()
+
+    def _watchdog(self) -> None:
+        cmd = self.latest_cmd
+        tick = self.core.step_count // self.decimation
+        if cmd is None:
+            self._apply_damping()
+            return
+        age = (tick - cmd.tick) * self.control_period
+        if age > self.p["command_timeout"]:
+            self.stale_count += 1
+            self._apply_damping()
+            self.log_limited("stale", f"motor command is {age:.3f} s old (limit {self.p['command_timeout']} s): "
+                                      "damping all joints")
+        else:
+            self._apply(cmd)
+
+    # -- viewer --------------------------------------------------------------------------------------------------
+    def _open_viewer(self):
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            self.get_logger().error("viewer requested but there is no display (DISPLAY/WAYLAND_DISPLAY unset); "
+                                    "continuing without it")
+            return None
+        try:
+            import mujoco.viewer
+
+            return mujoco.viewer.launch_passive(self.core.model, self.core.data)
+        except Exception as exc:  # the viewer is a convenience: never take the plant down with it
+            self.get_logger().error(f"could not open the MuJoCo viewer: {exc}; continuing without it")
+            return None
+
+    def _sync_viewer(self) -> None:
+        if self.viewer.is_running():
+            self.viewer.sync()
+
+
+def main(args: list[str] | None = None) -> int:
+    rclpy.init(args=args)
+    node = None
+    stop = threading.Event()
+    code = 0
+    try:
+        node = PlantNode()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        if node.lockstep:
+            while rclpy.ok() and not node.participants_ready():
+                executor.spin_once(timeout_sec=0.05)
+            node.get_logger().info("lockstep: all participants matched; starting")
+            node.start_lockstep()
+            while rclpy.ok() and node.exit_code is None:
+                executor.spin_once(timeout_sec=0.5)
+                if node.lockstep_stalled():
+                    node.get_logger().error(
+                        f"lockstep: no motor command for tick {node.awaiting_tick} within "
+                        f"{node.p['lockstep_timeout']} s; a participant died or stalled")
+                    node.exit_code = EXIT_LOCKSTEP_STALL
+        else:
+            loop = threading.Thread(target=node.realtime_loop, args=(stop,), name="physics", daemon=True)
+            loop.start()
+            while rclpy.ok() and node.exit_code is None:
+                executor.spin_once(timeout_sec=0.1)
+        code = node.exit_code or 0
+    except (KeyboardInterrupt, ExternalShutdownException):
+        code = 0
+    except ValueError as exc:
+        print(f"plant: configuration error: {exc}", file=sys.stderr)
+        code = 2
+    finally:
+        stop.set()
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,474 @@
+"""The plant's physics core: one MuJoCo model and data, a motor model, and nothing that knows about ROS.
+
+``PlantCore`` is driven purely by method calls (command in, ``step()``, readings out) so that the plant node, the
+lockstep tests and offline scripts all exercise the same code. Divergence never leaks out as NaN: every step ends
+with a check that turns non-finite state, any MuJoCo warning or an absurd speed into a typed ``PhysicsError`` and
+latches the core until ``reset()``, because a twin that silently keeps integrating garbage is worse than one that
+stops.
+
+Step ordering: a step is ``mj_step2`` (actuation, constraint solve, integration) followed by ``mj_step1``
+(kinematics and position/velocity sensors of the *new* state). After ``step()`` the joint state, IMU orientation,
+gyro and velocimeter therefore all describe the same instant, and the next step's torques are computed from it.
+The accelerometer and the contact forces need the constraint solve, so they describe the step just taken
+(one physics step, 5 ms, older), which is also when the reported applied torques acted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vasimov import frames
+from vasimov.joints import NUM_JOINTS, RANGE_HI, RANGE_LO, SIM_NAMES
+from vasimov.model.mjcf import (
+    DEFAULT_GANTRY_HEIGHT,
+    FLOOR_GEOM,
+    FOOT_BODIES,
+    FREE_JOINT,
+    GANTRY_EQUALITY,
+    ROOT_BODY,
+    SENSOR_ACCEL,
+    SENSOR_GYRO,
+    SENSOR_QUAT,
+    SENSOR_VELOCIMETER,
+    load_model,
+)
+from vasimov_plant.motor_model import default_motor_model
+
+# Any |qvel| entry above this (rad/s or m/s) is treated as divergence: the fastest Asimov 1 motor peaks at
+# 12.57 rad/s, so 200 is far outside anything the robot can do yet far below where MuJoCo itself gives up (1e10).
+DEFAULT_MAX_SPEED = 200.0
+_RANGE_TOL = 1e-9
+_WARNING_NAMES = tuple(
+    name for name in mujoco.mjtWarning.__members__ if name != "mjNWARNING"
+)
+
+
+class PhysicsError(RuntimeError):
+    """The simulation diverged (or was already faulted). ``kind`` names the check that fired."""
+
+    KINDS = ("faulted", "non_finite", "mujoco_warning", "speed")
+
+    def __init__(self, kind: str, message: str) -> None:
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown PhysicsError kind {kind!r}; valid: {', '.join(self.KINDS)}")
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SensorReading:
+    """What the robot's own sensors report (joint-index order). IMU vectors are in the IMU (= pelvis) frame."""
+
+    q: NDArray[np.float64]  # (25,) rad
+    qd: NDArray[np.float64]  # (25,) rad/s
+    tau: NDArray[np.float64]  # (25,) N*m applied during the last step
+    imu_quat: NDArray[np.float64]  # (4,) wxyz, IMU frame to world
+    gyro: NDArray[np.float64]  # (3,) rad/s, body frame
+    accel: NDArray[np.float64]  # (3,) m/s^2 specific force (reads +9.81 z at rest upright), body frame
+    gantry_engaged: bool
+    time: float = 0.0  # s, simulation time of q/qd/imu_quat/gyro
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Simulator-only knowledge (no robot sensor measures it): for evaluation and visualisation, never control."""
+
+    base_pos: NDArray[np.float64]  # (3,) world, pelvis_link origin
+    base_quat: NDArray[np.float64]  # (4,) wxyz
+    base_lin_vel: NDArray[np.float64]  # (3,) world
+    base_ang_vel: NDArray[np.float64]  # (3,) world
+    base_yaw: float
+    left_contact: bool
+    right_contact: bool
+    left_force: float  # N, normal force of left foot spheres on the floor (last step)
+    right_force: float
+    time: float = 0.0
+
+
+@dataclass(frozen=True)
+class PlantIndex:
+    """Every id and address the core needs, resolved once by name (nothing downstream uses raw offsets)."""
+
+    qpos_adr: NDArray[np.intp]  # (25,) joint-index order
+    dof_adr: NDArray[np.intp]
+    actuator_id: NDArray[np.intp]
+    base_qpos_adr: int
+    base_dof_adr: int
+    base_body: int
+    gyro_adr: int
+    accel_adr: int
+    quat_adr: int
+    velocimeter_adr: int
+    gantry_eq: int  # -1 when the model has no gantry weld
+    floor_geom: int  # -1 when the model has no floor
+    geom_foot_side: NDArray[np.int8]  # (ngeom,) 0 = not a foot contact geom, 1 = left, 2 = right
+    body_ids: dict[str, int] = field(repr=False)
+
+    @classmethod
+    def from_model(cls, model: mujoco.MjModel) -> PlantIndex:
+        def jid(name: str) -> int:
+            j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+            if j < 0:
+                raise ValueError(f"model has no joint {name!r}")
+            return j
+
+        hinges = [jid(n) for n in SIM_NAMES]
+        for n, j in zip(SIM_NAMES, hinges, strict=True):
+            if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
+                raise ValueError(f"joint {n!r} is not a hinge")
+        acts = []
+        for n in SIM_NAMES:
+            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, n)
+            if a < 0 or model.actuator_trnid[a, 0] != jid(n):
+                raise ValueError(f"model has no motor actuator {n!r} driving joint {n!r}")
+            acts.append(a)
+        free = jid(FREE_JOINT)
+        if model.jnt_type[free] != mujoco.mjtJoint.mjJNT_FREE:
+            raise ValueError(f"{FREE_JOINT!r} must be a free joint")
+
+        def sensor(name: str, dim: int) -> int:
+            s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, name)
+            if s < 0 or model.sensor_dim[s] != dim:
+                raise ValueError(f"model needs a {dim}-D sensor {name!r}")
+            return int(model.sensor_adr[s])
+
+        gantry = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, GANTRY_EQUALITY)
+        if gantry >= 0 and (
+            model.eq_type[gantry] != mujoco.mjtEq.mjEQ_WELD
+            or model.eq_obj1id[gantry] != 0
+            or model.eq_obj2id[gantry] != model.jnt_bodyid[free]
+        ):
+            raise ValueError(f"equality {GANTRY_EQUALITY!r} must be a weld from world to {ROOT_BODY!r}")
+        side = np.zeros(model.ngeom, dtype=np.int8)
+        for k, body_name in enumerate(FOOT_BODIES.values(), start=1):
+            b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body_name)
+            if b < 0:
+                raise ValueError(f"model has no foot body {body_name!r}")
+            collides = (model.geom_bodyid == b) & ((model.geom_contype | model.geom_conaffinity) != 0)
+            side[collides] = k
+        side.setflags(write=False)
+        body_ids = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b): b for b in range(1, model.nbody)}
+
+        def frozen(values: list[int]) -> NDArray[np.intp]:
+            arr = np.array(values, dtype=np.intp)
+            arr.setflags(write=False)
+            return arr
+
+        return cls(
+            qpos_adr=frozen([int(model.jnt_qposadr[j]) for j in hinges]),
+            dof_adr=frozen([int(model.jnt_dofadr[j]) for j in hinges]),
+            actuator_id=frozen(acts),
+            base_qpos_adr=int(model.jnt_qposadr[free]),
+            base_dof_adr=int(model.jnt_dofadr[free]),
+            base_body=int(model.jnt_bodyid[free]),
+            gyro_adr=sensor(SENSOR_GYRO, 3),
+            accel_adr=sensor(SENSOR_ACCEL, 3),
+            quat_adr=sensor(SENSOR_QUAT, 4),
+            velocimeter_adr=sensor(SENSOR_VELOCIMETER, 3),
+            gantry_eq=int(gantry),
+            floor_geom=int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, FLOOR_GEOM)),
+            geom_foot_side=side,
+            body_ids=body_ids,
+        )
+
+
+def _vector(name: str, value: ArrayLike, n: int = NUM_JOINTS) -> NDArray[np.float64]:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        names = [SIM_NAMES[i] for i in np.flatnonzero(bad)] if n == NUM_JOINTS else list(np.flatnonzero(bad))
+        raise ValueError(f"{name} must be finite; non-finite at {names}")
+    return arr
+
+
+class PlantCore:
+    """Asimov 1 in MuJoCo: boots limp on a virtual gantry, steps at the model timestep, reports sensors and truth."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel | None = None,
+        *,
+        gantry_height: float = DEFAULT_GANTRY_HEIGHT,
+        seed: int = 0,
+        speed_torque_envelope: bool = False,
+        max_speed: float = DEFAULT_MAX_SPEED,
+    ) -> None:
+        if not (np.isfinite(gantry_height) and gantry_height > 0.0):
+            raise ValueError(f"gantry_height must be finite and > 0, got {gantry_height}")
+        if not (np.isfinite(max_speed) and max_speed > 0.0):
+            raise ValueError(f"max_speed must be finite and > 0, got {max_speed}")
+        self.model = load_model(gantry_height=gantry_height) if model is None else model
+        self.data = mujoco.MjData(self.model)
+        self.index = PlantIndex.from_model(self.model)
+        self.motor = default_motor_model(speed_torque_envelope=speed_torque_envelope)
+        self.gantry_height = float(gantry_height)
+        self.max_speed = float(max_speed)
+        self.seed = int(seed)
+        # Seeded generator for callers that randomise scenarios against this plant (pushes, noise); the core's
+        # own dynamics are deterministic and draw nothing from it.
+        self.rng = np.random.default_rng(self.seed)
+        self._elliptic = self.model.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
+
+        n = NUM_JOINTS
+        self._cmd_pos = np.zeros(n)
+        self._cmd_vel = np.zeros(n)
+        self._cmd_kp = np.zeros(n)
+        self._cmd_kd = np.zeros(n)
+        self._cmd_ff = np.zeros(n)
+        self._q = np.zeros(n)
+        self._qd = np.zeros(n)
+        self._tau = np.zeros(n)
+        self._pushes: dict[int, int] = {}  # body id -> physics steps left
+        self._foot_force = np.zeros(3)  # index 1 = left, 2 = right (matches geom_foot_side)
+        self._warn_base = np.zeros_like(self.data.warning.number)
+        self._faulted: PhysicsError | None = None
+        self._step_count = 0
+        self.reset()
+
+    # -- properties ----------------------------------------------------------------------------------------------
+    @property
+    def dt(self) -> float:
+        return float(self.model.opt.timestep)
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def step_count(self) -> int:
+        return self._step_count
+
+    @property
+    def faulted(self) -> bool:
+        return self._faulted is not None
+
+    @property
+    def gantry_engaged(self) -> bool:
+        g = self.index.gantry_eq
+        return g >= 0 and bool(self.data.eq_active[g])
+
+    @property
+    def body_names(self) -> tuple[str, ...]:
+        return tuple(self.index.body_ids)
+
+    # -- state changes -------------------------------------------------------------------------------------------
+    def reset(self, joint_pos: ArrayLike | None = None) -> None:
+        """Boot state: pelvis upright on the engaged gantry at ``gantry_height``, joints limp and at rest.
+
+        Joints start at the model zero pose (``qpos0``, i.e. 0 rad everywhere, which for the elbows is their
+        ``ref`` angle of +/-0.785 rad measured in the same joint space as the policy) unless ``joint_pos``
+        (joint-index order) says otherwise. The command is cleared to zero gains: the real robot boots limp.
+        """
+        m, d, ix = self.model, self.data, self.index
+        pose = None if joint_pos is None else _vector("joint_pos", joint_pos)
+        if pose is not None:
+            out = (pose < RANGE_LO - _RANGE_TOL) | (pose > RANGE_HI + _RANGE_TOL)
+            if out.any():
+                bad = {SIM_NAMES[i]: (float(pose[i]), (float(RANGE_LO[i]), float(RANGE_HI[i])))
+                       for i in np.flatnonzero(out)}
+                raise ValueError(f"joint_pos outside joint ranges (value, (lo, hi)): {bad}")
+        mujoco.mj_resetData(m, d)
+        b = ix.base_qpos_adr
+        d.qpos[b : b + 3] = (0.0, 0.0, self.gantry_height)
+        d.qpos[b + 3 : b + 7] = (1.0, 0.0, 0.0, 0.0)
+        if pose is not None:
+            d.qpos[ix.qpos_adr] = pose
+        if ix.gantry_eq >= 0:
+            d.eq_active[ix.gantry_eq] = 1
+            # weld data: anchor(3), relpose pos(3), relpose quat(4), torquescale: pelvis pose in the world frame.
+            m.eq_data[ix.gantry_eq, 3:6] = (0.0, 0.0, self.gantry_height)
+            m.eq_data[ix.gantry_eq, 6:10] = (1.0, 0.0, 0.0, 0.0)
+        self._cmd_pos[:] = d.qpos[ix.qpos_adr]
+        self._cmd_vel[:] = 0.0
+        self._cmd_kp[:] = 0.0
+        self._cmd_kd[:] = 0.0
+        self._cmd_ff[:] = 0.0
+        self._pushes.clear()
+        self._foot_force[:] = 0.0
+        self._faulted = None
+        self._step_count = 0
+        mujoco.mj_forward(m, d)
+        self._warn_base[:] = d.warning.number
+
+    def set_command(
+        self,
+        position: ArrayLike,
+        velocity: ArrayLike,
+        kp: ArrayLike,
+        kd: ArrayLike,
+        torque_ff: ArrayLike,
+    ) -> None:
+        """Latch a joint-space command (25-vectors, joint-index order) used by every step until the next one.
+
+        Commands are validated here, at the edge: a non-finite entry or a negative gain is a caller bug and raises
+        ``ValueError`` naming the joints, rather than surfacing later as a divergence.
+        """
+        pos = _vector("position", position)
+        vel = _vector("velocity", velocity)
+        gp = _vector("kp", kp)
+        gd = _vector("kd", kd)
+        ff = _vector("torque_ff", torque_ff)
+        for name, g in (("kp", gp), ("kd", gd)):
+            if (g < 0.0).any():
+                raise ValueError(f"{name} must be >= 0; negative at {[SIM_NAMES[i] for i in np.flatnonzero(g < 0)]}")
+        np.copyto(self._cmd_pos, pos)
+        np.copyto(self._cmd_vel, vel)
+        np.copyto(self._cmd_kp, gp)
+        np.copyto(self._cmd_kd, gd)
+        np.copyto(self._cmd_ff, ff)
+
+    def set_gantry(self, engaged: bool) -> None:
+        """Release the boot gantry (``engaged=False``). Re-engaging is only possible through ``reset()``.
+
+        Re-welding a robot that has moved would yank it back across the world in one step, which no real gantry
+        does; asking for it raises ``RuntimeError``. Engaging an engaged gantry is a no-op.
+        """
+        g = self.index.gantry_eq
+        if g < 0:
+            if engaged:
+                raise RuntimeError(f"this model has no {GANTRY_EQUALITY!r} weld to engage")
+            return
+        if engaged:
+            if not self.data.eq_active[g]:
+                raise RuntimeError("the gantry re-engages only on reset()")
+            return
+        if self.data.eq_active[g]:
+            self.data.eq_active[g] = 0
+            mujoco.mj_forward(self.model, self.data)  # drop the weld from the already-assembled constraints
+
+    def apply_push(self, body: str, force_world: ArrayLike, duration: float) -> None:
+        """Apply ``force_world`` (N, world frame, at the body's centre of mass) for ``duration`` sim seconds.
+
+        The duration is rounded to whole physics steps (at least one). A new push on the same body replaces the
+        old one; pushes end on their own and are cleared by ``reset()``.
+        """
+        bid = self.index.body_ids.get(body)
+        if bid is None:
+            raise KeyError(f"unknown body {body!r}; valid: {', '.join(self.index.body_ids)}")
+        force = _vector("force_world", force_world, 3)
+        if not (np.isfinite(duration) and duration > 0.0):
+            raise ValueError(f"duration must be finite and > 0, got {duration}")
+        steps = max(1, round(duration / self.dt))
+        self.data.xfrc_applied[bid, :3] = force
+        self.data.xfrc_applied[bid, 3:] = 0.0
+        self._pushes[bid] = steps
+
+    # -- stepping ------------------------------------------------------------------------------------------------
+    def step(self) -> None:
+        """Advance one physics step (``dt``) under the latched command; raise ``PhysicsError`` on divergence."""
+        if self._faulted is not None:
+            raise PhysicsError("faulted", f"core is faulted since step {self._step_count} "
+                               f"({self._faulted}); call reset()")
+        m, d, ix = self.model, self.data, self.index
+        np.take(d.qpos, ix.qpos_adr, out=self._q)
+        np.take(d.qvel, ix.dof_adr, out=self._qd)
+        tau = self.motor.compute(self._q, self._qd, self._cmd_pos, self._cmd_vel, self._cmd_kp, self._cmd_kd,
+                                 self._cmd_ff, out=self._tau)
+        d.ctrl[ix.actuator_id] = tau
+        mujoco.mj_step2(m, d)
+        self._collect_foot_forces()
+        mujoco.mj_step1(m, d)
+        self._step_count += 1
+        if self._pushes:
+            self._count_down_pushes()
+        self._check()
+
+    def _count_down_pushes(self) -> None:
+        for bid in list(self._pushes):
+            left = self._pushes[bid] - 1
+            if left <= 0:
+                del self._pushes[bid]
+                self.data.xfrc_applied[bid] = 0.0
+            else:
+                self._pushes[bid] = left
+
+    def _collect_foot_forces(self) -> None:
+        """Normal force of foot-floor contacts, read while contacts and solved forces belong to the same step."""
+        d, ix = self.data, self.index
+        self._foot_force[:] = 0.0
+        ncon = d.ncon
+        if ncon == 0 or ix.floor_geom < 0:
+            return
+        geoms = d.contact.geom
+        on_floor = (geoms[:, 0] == ix.floor_geom) | (geoms[:, 1] == ix.floor_geom)
+        side = np.maximum(ix.geom_foot_side[geoms[:, 0]], ix.geom_foot_side[geoms[:, 1]])
+        sel = np.flatnonzero(on_floor & (side > 0) & (d.contact.efc_address >= 0))
+        if sel.size == 0:
+            return
+        if self._elliptic:  # elliptic cones store the contact-frame force; its first row is the normal force
+            normal = d.efc_force[d.contact.efc_address[sel]]
+        else:
+            wrench = np.zeros(6)
+            normal = np.empty(sel.size)
+            for k, c in enumerate(sel):
+                mujoco.mj_contactForce(self.model, d, int(c), wrench)
+                normal[k] = wrench[0]
+        np.add.at(self._foot_force, side[sel], normal)
+
+    def _check(self) -> None:
+        d = self.data
+        err: PhysicsError | None = None
+        if (d.warning.number != self._warn_base).any():
+            fired = [f"{_WARNING_NAMES[i]} (x{int(n - b)})" for i, (n, b) in
+                     enumerate(zip(d.warning.number, self._warn_base, strict=True)) if n != b]
+            err = PhysicsError("mujoco_warning", f"MuJoCo raised {', '.join(fired)} at t={d.time:.3f}s "
+                               "(MuJoCo has reset its data)")
+        elif not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all() and np.isfinite(d.qacc).all()):
+            err = PhysicsError("non_finite", f"non-finite qpos/qvel/qacc at t={d.time:.3f}s")
+        else:
+            vmax = float(np.abs(d.qvel).max())
+            if vmax > self.max_speed:
+                dof = int(np.abs(d.qvel).argmax())
+                jname = mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_JOINT, int(self.model.dof_jntid[dof]))
+                err = PhysicsError("speed", f"|qvel| {vmax:.1f} > {self.max_speed} at dof {dof} ({jname}) "
+                                   f"t={d.time:.3f}s")
+        if err is not None:
+            self._faulted = err
+            raise err
+
+    # -- readings ------------------------------------------------------------------------------------------------
+    def sensors(self) -> SensorReading:
+        """A snapshot of the robot's own sensors (copies; safe to keep)."""
+        d, ix = self.data, self.index
+        s = d.sensordata
+        return SensorReading(
+            q=d.qpos[ix.qpos_adr],
+            qd=d.qvel[ix.dof_adr],
+            tau=d.actuator_force[ix.actuator_id],
+            imu_quat=s[ix.quat_adr : ix.quat_adr + 4].copy(),
+            gyro=s[ix.gyro_adr : ix.gyro_adr + 3].copy(),
+            accel=s[ix.accel_adr : ix.accel_adr + 3].copy(),
+            gantry_engaged=self.gantry_engaged,
+            time=float(d.time),
+        )
+
+    def truth(self) -> GroundTruth:
+        """Simulator ground truth of the floating base and foot contacts."""
+        d, ix = self.data, self.index
+        b, v = ix.base_qpos_adr, ix.base_dof_adr
+        quat = d.qpos[b + 3 : b + 7].copy()
+        left, right = float(self._foot_force[1]), float(self._foot_force[2])
+        return GroundTruth(
+            base_pos=d.qpos[b : b + 3].copy(),
+            base_quat=quat,
+            base_lin_vel=d.qvel[v : v + 3].copy(),  # free joint: linear velocity is in the world frame
+            base_ang_vel=frames.rotate(quat, d.qvel[v + 3 : v + 6]),  # free joint: angular velocity is in body frame
+            base_yaw=float(frames.yaw_from_quat(quat)),
+            left_contact=left > 0.0,
+            right_contact=right > 0.0,
+            left_force=left,
+            right_force=right,
+            time=float(d.time),
+        )
+
+    def projected_gravity(self) -> NDArray[np.float64]:
+        """Gravity direction in the IMU frame from the IMU orientation (``[0, 0, -1]`` when upright)."""
+        s = self.data.sensordata
+        return frames.projected_gravity(s[self.index.quat_adr : self.index.quat_adr + 4])
