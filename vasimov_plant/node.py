@@ -289,7 +289,12 @@ class PlantNode(Node):
                 if self.faulted:
                     continue
                 self._watchdog()
-                self._advance_control_period()
+                try:
+                    self._advance_control_period()
+                except Exception:
+                    if not self.context.ok():
+                        return  # Ctrl-C shut the context down under us: a normal stop, not a failure
+                    raise
 
     def _watchdog(self) -> None:
         cmd = self.latest_cmd
@@ -349,8 +354,12 @@ def main(args: list[str] | None = None) -> int:
         else:
             loop = threading.Thread(target=node.realtime_loop, args=(stop,), name="physics", daemon=True)
             loop.start()
-            while rclpy.ok() and node.exit_code is None:
-                executor.spin_once(timeout_sec=0.1)
+            try:
+                while rclpy.ok() and node.exit_code is None:
+                    executor.spin_once(timeout_sec=0.1)
+            finally:
+                stop.set()
+                loop.join(timeout=5.0)
         code = node.exit_code or 0
     except (KeyboardInterrupt, ExternalShutdownException):
         code = 0

@@ -15,6 +15,7 @@ The accelerometer and the contact forces need the constraint solve, so they desc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import mujoco
@@ -453,14 +454,14 @@ class PlantCore:
         """Simulator ground truth of the floating base and foot contacts."""
         d, ix = self.data, self.index
         b, v = ix.base_qpos_adr, ix.base_dof_adr
-        quat = d.qpos[b + 3 : b + 7].copy()
+        rot = d.xmat[ix.base_body].reshape(3, 3)  # kept current by mj_step1 / mj_forward
         left, right = float(self._foot_force[1]), float(self._foot_force[2])
         return GroundTruth(
             base_pos=d.qpos[b : b + 3].copy(),
-            base_quat=quat,
+            base_quat=d.qpos[b + 3 : b + 7].copy(),
             base_lin_vel=d.qvel[v : v + 3].copy(),  # free joint: linear velocity is in the world frame
-            base_ang_vel=frames.rotate(quat, d.qvel[v + 3 : v + 6]),  # free joint: angular velocity is in body frame
-            base_yaw=float(frames.yaw_from_quat(quat)),
+            base_ang_vel=rot @ d.qvel[v + 3 : v + 6],  # free joint: angular velocity is in the body frame
+            base_yaw=math.atan2(rot[1, 0], rot[0, 0]),  # heading of the pelvis x axis
             left_contact=left > 0.0,
             right_contact=right > 0.0,
             left_force=left,

@@ -269,8 +269,11 @@ class BuiltinController:
         tau = np.zeros(joints.NUM_JOINTS)
         if cfg.gravity_ff:
             tau += kin.static_torques(self._weight_left())
-        if cfg.velocity_ff and self.q_des_prev is not None:
-            tau += self._kd * (q_des - self.q_des_prev) / cfg.control_dt
+        if cfg.velocity_ff and self.q_des_prev is not None and self.mode is Mode.WALK:
+            # only the swing leg: its targets follow a smooth curve; stance targets carry feedback, and
+            # differentiating feedback would close a fast loop through the joint damping
+            idx = self._leg_joint[OTHER[self.stance]]
+            tau[idx] += self._kd[idx] * (q_des[idx] - self.q_des_prev[idx]) / cfg.control_dt
         self.q_des_prev = q_des.copy()
 
         tel = self.telemetry
