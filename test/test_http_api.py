@@ -177,6 +177,16 @@ def test_callback_http_error_and_crash(api: HttpApi) -> None:
     assert_alive(api)
 
 
+def test_mappings_serialise_and_nan_is_a_500(api: HttpApi) -> None:
+    api.add_route("GET", "/api/sim/c", lambda _req: {"http": api.counters, "set": {2, 1}})
+    status, _, body = request(api, "GET", "/api/sim/c")
+    assert status == 200 and json.loads(body)["set"] == [1, 2] and json.loads(body)["http"]["requests"] >= 1
+    api.add_route("GET", "/api/sim/nan", lambda _req: {"x": float("nan")})
+    api.add_route("GET", "/api/sim/obj", lambda _req: {"x": object()})
+    assert request(api, "GET", "/api/sim/nan")[0] == 500 and request(api, "GET", "/api/sim/obj")[0] == 500
+    assert_alive(api)
+
+
 def test_handler_may_choose_status(api: HttpApi) -> None:
     api.add_route("POST", "/api/sim/echo", lambda req: Response({"got": req.body, "q": req.query}, status=201))
     status, _, body = request(api, "POST", "/api/sim/echo?x=1", b'{"a": [1, 2]}')

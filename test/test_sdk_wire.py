@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 
+import numpy as np
 import pytest
 from asimov_protocol.v1 import asimov_command_pb2, asimov_state_pb2
 from hypothesis import HealthCheck, given, settings
@@ -392,6 +393,8 @@ def test_omitted_current_temp_and_battery_read_as_not_reported() -> None:
         ({"joint_temp": (1.0,) * 3}, "joint_temp"),
         ({"projected_gravity": (0.0, -1.0)}, "projected_gravity"),
         ({"base_quat": (1.0, 0.0, 0.0)}, "base_quat"),
+        ({"joint_vel": (math.nan,) * NUM_JOINTS}, "joint_vel"),
+        ({"projected_gravity": (0.0, math.inf, -1.0)}, "projected_gravity"),
         ({"sequence": 2**32}, "sequence"),
         ({"sequence": -1}, "sequence"),
         ({"timestamp_us": 2**64}, "timestamp_us"),
@@ -406,9 +409,27 @@ def test_bad_frames_fail_where_they_are_built(overrides: dict[str, object], fiel
         make_frame(**overrides)
 
 
+def test_non_finite_battery_is_refused() -> None:
+    with pytest.raises(ValueError, match="voltage_v"):
+        BatteryReading(voltage_v=math.nan, current_a=0.0, soc_percent=50.0, max_cell_temp_c=30.0)
+
+
+def test_integer_likes_are_accepted_and_floats_refused() -> None:
+    frame = make_frame(sequence=np.uint32(7), current_mode=Mode.MOVE, error_flags=np.int64(0))
+    assert type(frame.sequence) is int and frame.sequence == 7 and type(frame.current_mode) is int
+    assert isinstance(decode_state(encode_state(frame)), StateFrame)
+    with pytest.raises(ValueError, match="sequence"):
+        make_frame(sequence=7.0)
+    with pytest.raises(ValueError, match="current_mode"):
+        make_frame(current_mode=True)
+
+
 def test_decode_state_rejects_garbage() -> None:
     rejected(decode_state(b"\xff\xff\xff"), Reason.PARSE)
     rejected(decode_state(asimov_state_pb2.RobotState(joint_pos=[0.0] * 6).SerializeToString()), Reason.BAD_LENGTH)
+    msg = asimov_state_pb2.RobotState.FromString(encode_state(make_frame()))  # a valid frame, then a NaN gyro
+    msg.base_ang_vel[0] = math.nan
+    rejected(decode_state(msg.SerializeToString()), Reason.NON_FINITE)
 
 
 # ── counters ──────────────────────────────────────────────────────────────────────────────────────────────────

@@ -320,7 +320,8 @@ def test_malformed_datagrams_are_counted_by_reason(lane) -> None:  # type: ignor
     expected["BAD_LENGTH"] += 1
     expected["PARSE"] += 1
     assert udp_lane.rejections.snapshot() == expected
-    stats = udp_lane.stats.snapshot()
+    stats = udp_lane.counters
+    assert stats == udp_lane.stats.snapshot()
     assert stats["rx_datagrams"] == len(bad) + 3 and stats["rx_commands"] == 1
     rx = [(p, b) for d, p, b in taps if d == "rx"]
     assert len(rx) == len(bad) + 3 and rx[0][0] == (HOST, sender[1]) and rx[0][1] == b""

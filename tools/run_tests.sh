@@ -15,7 +15,8 @@ export ROS_PYTHON_CHECK_FIELDS=1
 export PYTHONUNBUFFERED=1
 mkdir -p "$ROS_LOG_DIR"
 status=0
-.venv/bin/python -m pytest test -ra "$@" || status=$?
+if [ "$#" = 0 ]; then set -- test; fi
+.venv/bin/python -m pytest -ra "$@" || status=$?
 # Fast DDS leaves segments only for processes killed hard (tests do that on purpose); remove those of dead ones.
 .venv/bin/python .venv/tools/fastdds/fastdds.py shm clean >/dev/null 2>&1 || true
 if [ "$status" = 5 ]; then

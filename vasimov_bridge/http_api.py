@@ -108,9 +108,19 @@ def version_document(robot_model: str = ROBOT_MODEL, robot_os_version: str = ROB
     return doc.encode("utf-8")
 
 
+def _json_default(value: Any) -> Any:
+    """Let handlers return any mapping (a ``RejectionCounter``, a ``MappingProxyType``) or set as it is; anything
+    else that JSON cannot carry is a handler bug and becomes a counted 500."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def _json_bytes(value: Any) -> bytes:
     # allow_nan=False: NaN/Infinity are not JSON and would break strict clients; a handler returning them is a bug.
-    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return json.dumps(value, separators=(",", ":"), allow_nan=False, default=_json_default).encode("utf-8")
 
 
 class _Server(ThreadingHTTPServer):

@@ -16,9 +16,7 @@ import threading
 from typing import Any
 
 import numpy as np
-import rclpy
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from vasimov_msgs.msg import FirmwareState, PlantState, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
@@ -30,6 +28,7 @@ from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.convert import from_stamp, to_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
 from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
@@ -244,26 +243,7 @@ class SdkBridgeNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = SdkBridgeNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        code = 0
-    except (ValueError, OSError) as exc:
-        print(f"sdk_bridge: cannot start: {exc}", file=sys.stderr)
-        code = 2
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return code
+    return run_node("sdk_bridge", SdkBridgeNode, args, config_errors=(ValueError, OSError))
 
 
 if __name__ == "__main__":

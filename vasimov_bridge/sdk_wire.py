@@ -13,6 +13,7 @@ and its timestamp is the sender's wall clock, which nothing on the robot reads.
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -219,8 +220,8 @@ class AlertEntry:
 
     def __post_init__(self) -> None:
         for name in ("id", "severity", "value", "threshold", "source_id"):
-            _check_uint(f"alert.{name}", getattr(self, name), _UINT32)
-        _check_uint("alert.first_set_us", self.first_set_us, _UINT64)
+            object.__setattr__(self, name, _check_uint(f"alert.{name}", getattr(self, name), _UINT32))
+        object.__setattr__(self, "first_set_us", _check_uint("alert.first_set_us", self.first_set_us, _UINT64))
 
     @classmethod
     def coerce(cls, item: AlertEntry | Mapping[str, Any] | Any) -> AlertEntry:
@@ -249,15 +250,22 @@ class BatteryReading:
     protection_flags: int = 0  # bits 0..12, see contract section 3
 
     def __post_init__(self) -> None:
-        _check_uint("battery.protection_flags", self.protection_flags, _UINT32)
+        for name in ("voltage_v", "current_a", "soc_percent", "max_cell_temp_c"):
+            value = float(getattr(self, name))
+            _check_finite(f"battery.{name}", (value,))
+            object.__setattr__(self, name, value)
+        object.__setattr__(
+            self, "protection_flags", _check_uint("battery.protection_flags", self.protection_flags, _UINT32)
+        )
 
 
 @dataclass(frozen=True)
 class StateFrame:
     """Everything the bridge puts in one ``RobotState``: a firmware-side sample, in motor space, firmware order.
 
-    Sequences are stored as tuples; lengths and integer ranges are checked here so a bad frame fails in the node
-    that built it (a ``ValueError`` naming the field) instead of reaching the SDK as a silently dropped sample.
+    Sequences are stored as tuples; lengths, finiteness and integer ranges are checked here so a bad frame fails in
+    the node that built it (a ``ValueError`` naming the field) instead of reaching the SDK as a silently dropped or
+    nonsensical sample.
     """
 
     timestamp_us: int  # firmware clock, us since the (simulated) firmware started; restarts with it
@@ -296,25 +304,47 @@ class StateFrame:
             values = tuple(float(x) for x in raw)
             if len(values) != count:
                 raise ValueError(f"StateFrame.{name} has {len(values)} values; expected {count}")
+            _check_finite(f"StateFrame.{name}", values)
             put(name, values)
         alerts = tuple(AlertEntry.coerce(a) for a in self.active_alerts)
         if len(alerts) > MAX_ALERTS:
             raise ValueError(f"StateFrame.active_alerts has {len(alerts)} entries; the firmware sends at most 48")
         put("active_alerts", alerts)
-        _check_uint("StateFrame.timestamp_us", self.timestamp_us, _UINT64)
-        _check_uint("StateFrame.sequence", self.sequence, _UINT32)
-        _check_uint("StateFrame.error_flags", self.error_flags, _UINT32)
-        _check_uint("StateFrame.protocol_version", self.protocol_version, _UINT32)
+        put("timestamp_us", _check_uint("StateFrame.timestamp_us", self.timestamp_us, _UINT64))
+        put("sequence", _check_uint("StateFrame.sequence", self.sequence, _UINT32))
+        put("error_flags", _check_uint("StateFrame.error_flags", self.error_flags, _UINT32))
+        put("protocol_version", _check_uint("StateFrame.protocol_version", self.protocol_version, _UINT32))
         # Any int32 is a legal open-enum value on the wire (the SDK maps unknown ones to Mode.UNKNOWN).
-        if isinstance(self.current_mode, bool) or not isinstance(self.current_mode, int):
-            raise ValueError(f"StateFrame.current_mode must be an int, got {self.current_mode!r}")
-        if not -(1 << 31) <= self.current_mode < (1 << 31):
-            raise ValueError(f"StateFrame.current_mode {self.current_mode} does not fit an enum (int32)")
+        mode = _as_int("StateFrame.current_mode", self.current_mode)
+        if not -(1 << 31) <= mode < (1 << 31):
+            raise ValueError(f"StateFrame.current_mode {mode} does not fit an enum (int32)")
+        put("current_mode", mode)
 
 
-def _check_uint(name: str, value: object, bound: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < bound:
+def _check_finite(name: str, values: Sequence[float]) -> None:
+    """The firmware never reports NaN/inf; a non-finite value means the simulation diverged upstream. Refusing
+    the frame (the node logs and skips it) keeps a diverged plant from reaching the SDK as plausible-looking state."""
+    for i, v in enumerate(values):
+        if not math.isfinite(v):
+            raise ValueError(f"{name}[{i}] is {v}: not finite")
+
+
+def _as_int(name: str, value: object) -> int:
+    """Any integer-like (``int``, numpy integers, an ``IntEnum`` mode) as a plain ``int``; floats and bools are
+    refused because silently truncating them would hide a caller's unit or type mistake."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+
+
+def _check_uint(name: str, value: object, bound: int) -> int:
+    number = _as_int(name, value)
+    if not 0 <= number < bound:
         raise ValueError(f"{name} must be an integer in [0, {bound}), got {value!r}")
+    return number
 
 
 #: The ``RobotState`` fields the bridge fills (the rest, e.g. ``last_cmd_sequence``, ``can_health``,
@@ -427,7 +457,8 @@ def decode_state(data: bytes) -> StateFrame | Rejection:
             protocol_version=int(msg.protocol_version),
         )
     except ValueError as exc:
-        return _reject(Reason.BAD_LENGTH, str(exc))
+        text = str(exc)
+        return _reject(Reason.NON_FINITE if "not finite" in text else Reason.BAD_LENGTH, text)
 
 
 # ── counters ─────────────────────────────────────────────────────────────────────────────────────────────────────

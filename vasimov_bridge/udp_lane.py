@@ -197,9 +197,11 @@ class UdpLane:
         host, port = self._tx.getsockname()[:2]
         return str(host), int(port)
 
-    def counters(self) -> dict[str, object]:
-        """A JSON-able snapshot for ``/api/sim/counters``."""
-        return {"udp": self.stats.snapshot(), "udp_rejections": self.rejections.snapshot()}
+    @property
+    def counters(self) -> dict[str, int]:
+        """A JSON-able snapshot of the traffic counters (rx/tx totals, drop classes) for ``/api/sim/counters``;
+        the per-reason command rejections are ``rejections.snapshot()``."""
+        return self.stats.snapshot()
 
     # ── out ───────────────────────────────────────────────────────────────────────────────────────────────────
     def send_state(self, data: bytes) -> bool:

@@ -15,8 +15,8 @@ Rules:
 * The holder keeps control until it has been silent for ``hold_s``; every command it sends (accepted by the
   firmware or not) restarts that time. The same source is never refused.
 * A lower-ranked source's command while a higher one holds control is refused as ``NOT_ACTIVE`` (counted).
-* DAMP is accepted from every source at any time (a stop request must never be blocked); it does not take or
-  refresh control.
+* DAMP is accepted from every source at any time (a stop request must never be blocked); from a lower-ranked
+  source it neither takes nor refreshes control.
 
 With only the SDK as controller (the contract's case) every UDP command is admitted. Pure: time comes in as ``t``
 (firmware seconds since boot); ``reset()`` on a virtual restart, since the clock restarts with it.

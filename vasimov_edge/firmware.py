@@ -14,8 +14,9 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
 * **Arming** (the MOVE gate): STAND held with projected-gravity z < ``arm_gravity_z`` for ``arm_hold_s``. The hold
   starts at the STAND command (if the latest reading is upright) or else at the first upright tick; the SDK's
   mirror (``Robot._track_arming``) starts at the first STAND sample it receives, which is never earlier, so the
-  firmware is armed no later than ``Robot.armed`` says (on a tick-aligned state stream: on the same tick). A tick gap
-  over ``arm_max_gap_s`` or a tilt restarts the hold. Every mode change disarms except MOVE -> STAND.
+  firmware is armed no later than ``Robot.armed`` says (on a tick-aligned state stream: on the same tick). A MOVE
+  request arriving between ticks completes a due hold at its own arrival time. A tick gap over ``arm_max_gap_s`` or
+  a tilt restarts the hold. Every mode change disarms except MOVE -> STAND.
 * **Velocity**: armed STAND -> MOVE/POLICY and follow; unarmed STAND -> ignored (GATE); DAMP -> dropped
   (FW_DAMPED); MOVE -> followed, clamped to the firmware caps. Staleness: ``velocity_timeout_s`` without a velocity
   packet zeroes the command; the robot stays in MOVE balancing.
@@ -541,6 +542,7 @@ class Firmware:
             return self._reject("velocity_fault_latched", "FAULT_DAMPED", "a fault is latched; restart the firmware")
         if self._mode is Mode.DAMP:
             return self._reject("velocity_in_damp", "FW_DAMPED", "velocity is dropped in DAMP; send STAND first")
+        self._arm_if_due(t)
         if self._mode is Mode.STAND and not self._armed:
             return self._reject(
                 "velocity_unarmed_stand",
@@ -581,6 +583,7 @@ class Firmware:
             return self._reject("trajectory_fault_latched", "FAULT_DAMPED", "a fault is latched; restart the firmware")
         if self._mode is Mode.DAMP:
             return self._reject("trajectory_in_damp", "FW_DAMPED", "trajectory is dropped in DAMP; send STAND first")
+        self._arm_if_due(t)
         if self._mode is Mode.STAND and not self._armed:
             # DECISION: like velocity, a trajectory enters MOVE only from an armed STAND (the SDK's FakeEdge and
             # contract 5.7); `robot.stand()` returns once armed, so SDK flows are unaffected.
@@ -780,6 +783,23 @@ class Firmware:
             self._alerts.update(ALERT_MOTOR_OVERTEMP, i, bool(self._overtemp_active[i]), temps[i], p.overtemp_c, t)
         if np.any(self._overtemp_active):
             self._latch(ALERT_MOTOR_OVERTEMP, "overtemp_latches")
+
+    def _arm_if_due(self, t: float) -> None:
+        """Complete a running hold at a command's arrival time, between ticks.
+
+        The real firmware's loop is faster than the twin's 50 Hz tick; without this, a MOVE request arriving in the
+        last tick period of the hold would be refused although the SDK (timing the hold on its own clock) already
+        calls the robot armed. The hold only completes if the latest reading is still upright.
+        """
+        if (
+            self._mode is Mode.STAND
+            and not self._armed
+            and self._upright_since is not None
+            and self._last_valid is not None
+            and self._last_valid[2][2] < self.params.arm_gravity_z
+            and t - self._upright_since >= self.params.arm_hold_s - TIME_EPS
+        ):
+            self._armed = True
 
     def _track_arming(self, t: float, dt: float, g: np.ndarray | None) -> None:
         """The MOVE gate, mirroring menlo-sdk ``Robot._track_arming`` tick by tick."""

@@ -10,9 +10,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Twist
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantState, PolicyStep
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
@@ -24,6 +22,7 @@ from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import from_msg
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
+from vasimov.ros.spin import run_node
 from vasimov.tick_sync import TickSync
 from vasimov_edge import command_script
 from vasimov_edge.arbiter import Arbiter
@@ -203,25 +202,7 @@ class EdgeNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = EdgeNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        code = 0
-    except (ValueError, command_script.ScriptError) as exc:
-        print(f"edge: configuration error: {exc}", file=sys.stderr)
-        code = 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return code
+    return run_node("edge", EdgeNode, args, config_errors=(ValueError, command_script.ScriptError))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,6 @@ import sys
 import time
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from vasimov_msgs.msg import FirmwareState, PlantState, PolicyStep
 
@@ -20,6 +18,7 @@ from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import from_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.spin import run_node
 from vasimov.tick_sync import TickSync
 from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
 from vasimov_edge.policy.registry import make_backend
@@ -114,32 +113,15 @@ class PolicyNode(Node):
         m.torque_ff = np.zeros(len(m.target)) if out.torque_ff is None else np.asarray(out.torque_ff, dtype=float)
         m.kp = [] if out.kp is None else [float(v) for v in out.kp]
         m.kd = [] if out.kd is None else [float(v) for v in out.kd]
-        m.observation = [] if out.observation is None else np.asarray(out.observation, dtype=np.float32)
-        m.action = [] if out.action is None else np.asarray(out.action, dtype=np.float32)
+        # unbounded float32[] fields take Python sequences (array.array 'f'), not numpy arrays
+        m.observation = [] if out.observation is None else np.asarray(out.observation, dtype=np.float32).tolist()
+        m.action = [] if out.action is None else np.asarray(out.action, dtype=np.float32).tolist()
         m.compute_time = elapsed
         self.pub.publish(m)
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = PolicyNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        code = 0
-    except ValueError as exc:
-        print(f"policy: configuration error: {exc}", file=sys.stderr)
-        code = 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return code
+    return run_node("policy", PolicyNode, args, config_errors=(ValueError,))
 
 
 if __name__ == "__main__":

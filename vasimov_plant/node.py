@@ -21,7 +21,7 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
@@ -33,6 +33,7 @@ from vasimov.ros import qos, topics
 from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
+from vasimov.ros.spin import make_executor
 from vasimov_plant.physics import PhysicsError, PlantCore
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -40,7 +41,7 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("duration", 0.0, "Simulated seconds to run before exiting 0 (0 = until stopped).", min=0.0, max=1e7),
     ParamSpec("seed", 0, "Seed for every random draw of the plant.", min=0, max=2**31 - 1),
     ParamSpec("viewer", False, "Open MuJoCo's passive viewer (needs a display)."),
-    ParamSpec("gantry_height", 0.62, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
+    ParamSpec("gantry_height", 0.639, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
     ParamSpec("command_timeout", 0.1, "Real time only: a motor command older than this (sim s) is replaced by "
               "damping.", min=0.01, max=10.0),
     ParamSpec("watchdog_kd", 2.0, "Damping gain applied to every joint while the motor command is stale.",
@@ -337,7 +338,7 @@ def main(args: list[str] | None = None) -> int:
     code = 0
     try:
         node = PlantNode()
-        executor = SingleThreadedExecutor()
+        executor = make_executor()
         executor.add_node(node)
         if node.lockstep:
             while rclpy.ok() and not node.participants_ready():

@@ -43,9 +43,7 @@ from vasimov_plant.motor_model import default_motor_model
 # 12.57 rad/s, so 200 is far outside anything the robot can do yet far below where MuJoCo itself gives up (1e10).
 DEFAULT_MAX_SPEED = 200.0
 _RANGE_TOL = 1e-9
-_WARNING_NAMES = tuple(
-    name for name in mujoco.mjtWarning.__members__ if name != "mjNWARNING"
-)
+_WARNING_NAMES = {int(v): name for name, v in mujoco.mjtWarning.__members__.items() if name != "mjNWARNING"}
 
 
 class PhysicsError(RuntimeError):
@@ -70,7 +68,7 @@ class SensorReading:
     tau: NDArray[np.float64]  # (25,) N*m applied during the last step
     imu_quat: NDArray[np.float64]  # (4,) wxyz, IMU frame to world
     gyro: NDArray[np.float64]  # (3,) rad/s, body frame
-    accel: NDArray[np.float64]  # (3,) m/s^2 specific force (reads +9.81 z at rest upright), body frame
+    accel: NDArray[np.float64]  # (3,) m/s^2 specific force (+9.81 z at rest upright), body frame, last step
     gantry_engaged: bool
     time: float = 0.0  # s, simulation time of q/qd/imu_quat/gyro
 
@@ -190,7 +188,12 @@ def _vector(name: str, value: ArrayLike, n: int = NUM_JOINTS) -> NDArray[np.floa
 
 
 class PlantCore:
-    """Asimov 1 in MuJoCo: boots limp on a virtual gantry, steps at the model timestep, reports sensors and truth."""
+    """Asimov 1 in MuJoCo: boots limp on a virtual gantry, steps at the model timestep, reports sensors and truth.
+
+    A caller-supplied ``model`` must come from ``vasimov.model.build_mjcf`` (or match its names); ``reset()``
+    writes the gantry target into that model's ``eq_data``, so do not share one ``MjModel`` between cores with
+    different gantry heights.
+    """
 
     def __init__(
         self,
@@ -417,10 +420,10 @@ class PlantCore:
         d = self.data
         err: PhysicsError | None = None
         if (d.warning.number != self._warn_base).any():
-            fired = [f"{_WARNING_NAMES[i]} (x{int(n - b)})" for i, (n, b) in
+            fired = [f"{_WARNING_NAMES.get(i, i)} (x{int(n - b)})" for i, (n, b) in
                      enumerate(zip(d.warning.number, self._warn_base, strict=True)) if n != b]
             err = PhysicsError("mujoco_warning", f"MuJoCo raised {', '.join(fired)} at t={d.time:.3f}s "
-                               "(MuJoCo has reset its data)")
+                               "(MuJoCo has already reset the state or zeroed the controls)")
         elif not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all() and np.isfinite(d.qacc).all()):
             err = PhysicsError("non_finite", f"non-finite qpos/qvel/qacc at t={d.time:.3f}s")
         else:

@@ -44,6 +44,7 @@ class ControllerConfig:
     # --- balance feedback
     attitude_gain: float = 1.0  # rad/rad; stance hip rotates the pelvis against measured roll/pitch error
     attitude_rate_gain: float = 0.05  # rad/(rad/s)
+    yaw_gain: float = 1.0  # rad/rad; stance hip yaw holds the pelvis heading against foot spin
     dcm_step_gain: float = 1.0  # fraction of the predicted DCM error at touchdown moved into the footstep
     stand_dcm_gain: tuple[float, float] = (1.0, 1.0)  # m/m: COM command offset against DCM error, standing
     walk_dcm_gain: tuple[float, float] = (0.3, 0.3)  # the same during walking (ankle strategy)
@@ -59,6 +60,8 @@ class ControllerConfig:
     velocity_ff: bool = True  # add kd * qd_des so moving targets do not lag
     arm_swing: float = 0.0  # rad of shoulder pitch per m of foot advance (counters swing-leg yaw)
     ik_iterations: int = 3
+    swing_pitch_weight: float = 1e-4  # IK weight of swing-foot pitch: it gives way when the ankle hits its stop
+    swing_blend_ticks: int = 4  # ticks to hand a lifted foot from the commanded to the measured pelvis frame
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -35,6 +35,7 @@ from vasimov_edge.policy.builtin.kinematics import (
     SIDES,
     RobotKinematics,
     roll_pitch_yaw,
+    rot_log,
     rotation_from_rpy,
     yaw_rotation,
 )
@@ -57,6 +58,17 @@ class Mode(enum.Enum):
 
 def _wrap(a: float) -> float:
     return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _rot_blend(Ra: Vec, Rb: Vec, w: float) -> Vec:
+    """Rotation a fraction ``w`` of the way from ``Ra`` to ``Rb`` (geodesic)."""
+    v = rot_log(Ra.T @ Rb) * w
+    a = float(np.linalg.norm(v))
+    if a < 1e-9:
+        return Ra.copy()
+    k = v / a
+    kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return Ra @ (np.eye(3) + math.sin(a) * kx + (1.0 - math.cos(a)) * (kx @ kx))
 
 
 def _quat_to_mat(quat: Vec) -> Vec:
@@ -151,6 +163,11 @@ class BuiltinController:
         self.q_des = joints.DEFAULT_POS.copy()
         self.kin.ik_set_posture(joints.DEFAULT_POS)
         self.ticks = 0
+        self._stance_landed = False
+        self._feet_together_done = False
+        w = np.ones(6)
+        w[4] = self.cfg.swing_pitch_weight  # rotation about the pelvis y axis: the swing foot may pitch
+        self._swing_task_weights = w
 
     # ------------------------------------------------------------------ helpers
     def _zmp_point(self, side: str, foot: FootPose) -> Vec:
@@ -363,6 +380,7 @@ class BuiltinController:
         self.ds_len = self.cfg.ds_ticks + 5  # a longer first weight shift
         self.swing_from = self.feet[swing].copy()
         self.swing_target = self.feet[swing].copy()
+        self._stance_landed = False
         self.zero_cmd_steps = 0
         self.stopping = False
 
@@ -386,6 +404,7 @@ class BuiltinController:
                 self.zero_cmd_steps += 1
             self.stance = swing
             swing = OTHER[swing]
+            self._stance_landed = True
             self.tick_in_step = 0
             self.ds_len = cfg.ds_ticks
             self.swing_from = self.feet[swing].copy()
@@ -499,10 +518,12 @@ class BuiltinController:
             yaw_des = self.feet[self.stance].yaw + 0.5 * _wrap(self.swing_target.yaw - self.feet[self.stance].yaw)
         else:
             yaw_des = self.feet["right"].yaw + 0.5 * _wrap(self.feet["left"].yaw - self.feet["right"].yaw)
-        # hip strategy: stance legs rotate the pelvis against its measured tilt
+        # hip strategy: stance legs rotate the pelvis against its measured tilt (and heading error)
+        yaw_meas = math.atan2(R_meas[1, 0], R_meas[0, 0])
         roll_cmd = -cfg.attitude_gain * roll - cfg.attitude_rate_gain * gyro[0]
         pitch_cmd = cfg.torso_pitch - cfg.attitude_gain * (pitch - cfg.torso_pitch) - cfg.attitude_rate_gain * gyro[1]
-        R_cmd = rotation_from_rpy(roll_cmd, pitch_cmd, yaw_des)
+        yaw_cmd = yaw_des - cfg.yaw_gain * _wrap(yaw_meas - yaw_des)
+        R_cmd = rotation_from_rpy(roll_cmd, pitch_cmd, yaw_cmd)
         R_des = rotation_from_rpy(0.0, cfg.torso_pitch, yaw_des)
 
         com_b = kin.ik_com()  # COM relative to the pelvis, in the pelvis frame (previous IK solution)
@@ -510,20 +531,20 @@ class BuiltinController:
         pel[2] = height
 
         targets: dict[str, tuple[Vec, Vec]] = {}
-        swing = OTHER[self.stance] if self.mode is Mode.WALK else None
+        weights: dict[str, Vec] = {}
         for s in SIDES:
-            if s == swing and self.tick_in_step > self.ds_len:
-                foot = self._swing_pose(ss)
-                # track the swing foot from the measured pelvis, blended in after lift-off
-                u = min(1.0, (self.tick_in_step - self.ds_len) / 4.0)
-                p_meas = R_meas.T @ (foot.pos - base_meas)
-                p_cmd = R_cmd.T @ (foot.pos - pel)
-                Rf = foot.rot()
-                targets[s] = (u * p_meas + (1 - u) * p_cmd, R_cmd.T @ Rf if u < 1.0 else R_meas.T @ Rf)
+            foot = self._foot_now(s, ss)
+            Rf = foot.rot()
+            w = self._measured_frame_weight(s)
+            p_cmd, R_rel_cmd = R_cmd.T @ (foot.pos - pel), R_cmd.T @ Rf
+            if w > 0.0:
+                p_meas, R_rel_meas = R_meas.T @ (foot.pos - base_meas), R_meas.T @ Rf
+                targets[s] = ((1.0 - w) * p_cmd + w * p_meas, _rot_blend(R_rel_cmd, R_rel_meas, w))
             else:
-                f = self.feet[s]
-                targets[s] = (R_cmd.T @ (f.pos - pel), R_cmd.T @ f.rot())
-        sol = kin.solve_legs(np.eye(3), targets, iterations=cfg.ik_iterations)
+                targets[s] = (p_cmd, R_rel_cmd)
+            if self.mode is Mode.WALK and s != self.stance and self.tick_in_step > self.ds_len:
+                weights[s] = self._swing_task_weights
+        sol = kin.solve_legs(targets, weights, iterations=cfg.ik_iterations)
         q_des = joints.DEFAULT_POS.copy()
         for s in SIDES:
             q_des[self._leg_joint[s]] = sol[s]
@@ -532,6 +553,24 @@ class BuiltinController:
                 rel = self.feet[OTHER[s]].rot()[:2, :2].T @ (self._foot_now(OTHER[s], ss).pos[:2] - pel[:2])
                 q_des[self._arm_pitch[s]] += SIGN[s] * cfg.arm_swing * rel[0]
         return q_des
+
+    def _measured_frame_weight(self, side: str) -> float:
+        """How much a leg is placed from the *measured* pelvis (1) rather than the commanded one (0).
+
+        A swing foot must land where the planner put it whatever the body's tilt, so it is placed from the
+        measured pelvis; a stance leg instead carries the pelvis to its command. The switch is blended over a few
+        ticks after lift-off and over the double support after touchdown, so targets never jump.
+        """
+        if self.mode is not Mode.WALK:
+            return 0.0
+        cfg = self.cfg
+        if side != self.stance:
+            if self.tick_in_step <= self.ds_len:
+                return 0.0
+            return min(1.0, (self.tick_in_step - self.ds_len) / cfg.swing_blend_ticks)
+        if not self._stance_landed:
+            return 0.0
+        return max(0.0, 1.0 - self.tick_in_step / max(1, self.ds_len))
 
     def _foot_now(self, side: str, ss: int) -> FootPose:
         if self.mode is Mode.WALK and side != self.stance and self.tick_in_step > self.ds_len:

@@ -111,6 +111,8 @@ class RobotKinematics:
         self.joint_qpos = np.array([m.joint(n).qposadr[0] for n in joints.SIM_NAMES], dtype=np.intp)
         self.joint_dof = np.array([m.joint(n).dofadr[0] for n in joints.SIM_NAMES], dtype=np.intp)
         self.legs: dict[str, LegIndex] = {s: self._leg(s) for s in SIDES}
+        self._leg_lo = {s: joints.RANGE_LO[list(leg.joint)].copy() for s, leg in self.legs.items()}
+        self._leg_hi = {s: joints.RANGE_HI[list(leg.joint)].copy() for s, leg in self.legs.items()}
         self.base_dofs = np.arange(self.base_dof, self.base_dof + 6, dtype=np.intp)
         self._jacp = np.zeros((3, m.nv))
         self._jacr = np.zeros((3, m.nv))
@@ -230,22 +232,21 @@ class RobotKinematics:
 
     def solve_legs(
         self,
-        base_rot: Vec,
         targets: dict[str, tuple[Vec, Vec]],
+        weights: dict[str, Vec] | None = None,
         iterations: int = 3,
         damping: float = 1e-4,
     ) -> dict[str, Vec]:
-        """Leg angles putting each sole at ``targets[side] = (pos, rot)`` relative to the pelvis origin.
+        """Leg angles putting each sole at ``targets[side] = (pos, rot)`` in the pelvis frame.
 
-        ``pos``/``rot`` are expressed in the world-aligned frame whose origin is the pelvis and where the pelvis has
-        orientation ``base_rot``. Damped Newton steps on the 6-D pose error, warm-started from the previous
-        solution, clamped to the joint ranges; a few iterations suffice because targets move little per tick.
+        Damped, weighted Newton steps on the 6-D pose error (position, then rotation vector, pelvis frame),
+        warm-started from the previous solution and clamped to the joint ranges. ``weights[side]`` (6,) says which
+        task directions may give way when a joint sits on its stop: the swing foot, for instance, may pitch when
+        the ankle's small dorsiflexion range (0.35 rad) runs out while the knee folds to lift it.
         """
         m, d = self.model, self.ik
         d.qpos[self.base_qpos : self.base_qpos + 3] = 0.0
-        quat = np.zeros(4)
-        mujoco.mju_mat2Quat(quat, np.ascontiguousarray(base_rot).reshape(9))
-        d.qpos[self.base_qpos + 3 : self.base_qpos + 7] = quat
+        d.qpos[self.base_qpos + 3 : self.base_qpos + 7] = (1.0, 0.0, 0.0, 0.0)
         eye = damping * np.eye(6)
         for _ in range(iterations):
             mujoco.mj_kinematics(m, d)
@@ -256,11 +257,17 @@ class RobotKinematics:
                 err = np.concatenate((p_des - p, rot_log(R_des @ R.T)))
                 mujoco.mj_jac(m, d, self._jacp, self._jacr, p, leg.foot_body)
                 jac = np.vstack((self._jacp[:, leg.dof], self._jacr[:, leg.dof]))
-                dq = jac.T @ np.linalg.solve(jac @ jac.T + eye, err)
-                qa = d.qpos[leg.qpos] + dq
-                lo = joints.RANGE_LO[list(leg.joint)]
-                hi = joints.RANGE_HI[list(leg.joint)]
-                d.qpos[leg.qpos] = np.clip(qa, lo, hi)
+                w = np.ones(6) if weights is None or side not in weights else weights[side]
+                q0 = d.qpos[leg.qpos]
+                jw = jac.T * w
+                dq = np.linalg.solve(jw @ jac + eye, jw @ err)
+                # active set: a joint on its stop that the step pushes further out is frozen and the step redone
+                stuck = ((q0 <= self._leg_lo[side] + 1e-9) & (dq < 0.0)) | ((q0 >= self._leg_hi[side] - 1e-9) & (dq > 0.0))
+                if stuck.any():
+                    jac[:, stuck] = 0.0
+                    jw = jac.T * w
+                    dq = np.linalg.solve(jw @ jac + eye, jw @ err)
+                d.qpos[leg.qpos] = np.clip(q0 + dq, self._leg_lo[side], self._leg_hi[side])
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
         return {side: d.qpos[self.legs[side].qpos].copy() for side in targets}

@@ -1,0 +1,165 @@
+"""The node graph as a user runs it: `vasimov up` (real time and lockstep), supervision, determinism, latency."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import numpy as np
+import pytest
+from harness import Graph, http_json, pid_alive, wait_for
+from rosgraph_msgs.msg import Clock
+from rosprobe import RosProbe
+from sensor_msgs.msg import JointState
+
+from vasimov import joints
+from vasimov.ros import qos, topics
+from vasimov_msgs.msg import FirmwareState, MotorCommand, PlantFault, PlantState
+
+pytestmark = pytest.mark.graph
+
+SCRIPT = """
+- {t: 0.1, cmd: stand}
+- {t: 3.6, cmd: velocity, vx: 0.0}
+- {t: 4.5, cmd: trajectory, positions: %s}
+"""
+
+
+def _script(tmp_path) -> str:
+    pose = [float(v) for v in joints.DEFAULT_POS]
+    pose[joints.joint_index("left_elbow_joint")] += 0.3
+    path = tmp_path / "script.yaml"
+    path.write_text(SCRIPT % pose)
+    return str(path)
+
+
+def test_realtime_graph_publishes_clock_and_joint_states_and_stops_cleanly(graph_factory):
+    g: Graph = graph_factory("--policy", "hold")
+    probe = RosProbe(g.domain)
+    try:
+        probe.subscribe(topics.CLOCK, Clock, qos.CLOCK)
+        probe.subscribe(topics.JOINT_STATES, JointState)
+        wait_for(lambda: probe.count(topics.JOINT_STATES) >= 50, 30, "/joint_states messages")
+        wait_for(lambda: probe.count(topics.CLOCK) >= 10, 10, "/clock messages")
+        js = probe.last(topics.JOINT_STATES)
+        assert list(js.name) == list(joints.SIM_NAMES)
+        assert len(js.position) == joints.NUM_JOINTS
+        clocks = [c.clock.sec + c.clock.nanosec * 1e-9 for c in probe.all(topics.CLOCK)]
+        assert all(b > a for a, b in zip(clocks, clocks[1:], strict=False)), "sim time must increase"
+    finally:
+        probe.close()
+    g.wait_started()
+    pids = list(g.node_pids)
+    assert g.stop(signal.SIGINT) == 0
+    assert [p for p in pids if pid_alive(p)] == []
+
+
+def test_sigterm_stops_every_node(graph_factory):
+    g = graph_factory("--policy", "hold")
+    g.wait_started()
+    wait_for(lambda: "plant ready" in g.output(), 30, "plant start")
+    pids = list(g.node_pids)
+    assert len(pids) >= 4
+    assert g.stop(signal.SIGTERM) == 0
+    assert [p for p in pids if pid_alive(p)] == [], g.output()[-2000:]
+
+
+def test_a_dead_node_stops_the_graph_with_a_clear_message(graph_factory):
+    g = graph_factory("--policy", "hold")
+    g.wait_started()
+    wait_for(lambda: "edge ready" in g.output(), 30, "edge start")
+    edge_pid = next(p for p in g.node_pids
+                    if "edge_node" in open(f"/proc/{p}/cmdline").read().replace("\0", " "))
+    os.kill(edge_pid, signal.SIGKILL)
+    rc = g.proc.wait(timeout=30)
+    assert rc != 0
+    assert "node 'edge' exited unexpectedly" in g.output()
+    assert g.leftovers() == []
+
+
+def _lockstep_run(tmp_path, script: str, seed: int = 1, duration: float = 6.0):
+    """Run a lockstep graph with the probe as a third participant; return the control-tick states."""
+    g = Graph("--lockstep", "--duration", str(duration), "--policy", "hold", "--seed", str(seed), "--script", script,
+              "lockstep_participants:=3")
+    probe = RosProbe(g.domain)
+    try:
+        probe.subscribe(topics.PLANT_TICK, PlantState, qos.LOOP)
+        probe.subscribe(topics.FIRMWARE_STATE, FirmwareState, qos.LOOP)
+        probe.subscribe(topics.PLANT_STATE, PlantState, qos.STATE_STREAM)
+        probe.subscribe(topics.MOTOR_COMMAND, MotorCommand, qos.LOOP)
+        rc = g.proc.wait(timeout=180)
+        assert rc == 0, g.output()[-3000:]
+        expected_ticks = round(duration / 0.02) + 1
+        wait_for(lambda: probe.count(topics.PLANT_TICK) >= expected_ticks, 10, "all ticks delivered")
+        return (probe.all(topics.PLANT_TICK), probe.all(topics.FIRMWARE_STATE), probe.all(topics.PLANT_STATE),
+                probe.all(topics.MOTOR_COMMAND))
+    finally:
+        probe.close()
+        g.stop()
+
+
+def test_lockstep_is_bit_identical_across_runs_and_exits_zero(tmp_path):
+    script = _script(tmp_path)
+    a, fw_a, _, _ = _lockstep_run(tmp_path, script)
+    b, fw_b, _, _ = _lockstep_run(tmp_path, script)
+    qa = np.array([m.position for m in a])
+    qb = np.array([m.position for m in b])
+    assert qa.shape == qb.shape == (301, joints.NUM_JOINTS)
+    assert [m.tick for m in a] == list(range(301))
+    assert np.array_equal(qa, qb), f"max difference {np.abs(qa - qb).max()}"
+    assert np.array_equal(np.array([m.velocity for m in a]), np.array([m.velocity for m in b]))
+    modes = [m.mode_name for m in fw_a]
+    assert modes == [m.mode_name for m in fw_b]
+    # the script really drove the robot: it stood up, entered MOVE, then took a trajectory
+    assert "STAND" in modes and "MOVE" in modes
+    assert qa[-1, joints.joint_index("left_elbow_joint")] == pytest.approx(joints.DEFAULT_POS[
+        joints.joint_index("left_elbow_joint")] + 0.3, abs=0.05)
+
+
+def test_lockstep_command_latency_is_one_defined_tick(tmp_path):
+    """A command due at firmware time t is decided at control tick k = ceil(t / 0.02); the motor command answering
+    tick k drives physics steps 4k+1 .. 4k+4 (the torque reported with step 4k+1 is computed from it and the
+    state published at step 4k). `stand` at t = 0.1 s is tick 5, so physics feels it from step 21."""
+    script = tmp_path / "s.yaml"
+    script.write_text("- {t: 0.1, cmd: stand}\n")
+    _, fws, states, cmds = _lockstep_run(tmp_path, str(script), duration=0.4)
+    assert next(m.tick for m in fws if m.mode_name == "STAND") == 5
+    by_step = {m.step: m for m in states}
+    by_tick = {m.tick: m for m in cmds}
+    assert np.all(np.asarray(by_tick[4].kp) == 0.0) and np.all(np.asarray(by_tick[5].kp) > 0.0)
+    for tick in (3, 4, 5, 6):
+        cmd = by_tick[tick]
+        for step in range(4 * tick + 1, 4 * tick + 5):
+            prev = by_step[step - 1]
+            expected = (np.asarray(cmd.kp) * (np.asarray(cmd.position) - np.asarray(prev.position))
+                        + np.asarray(cmd.kd) * (np.asarray(cmd.velocity) - np.asarray(prev.velocity))
+                        + np.asarray(cmd.torque_ff))
+            expected = np.clip(expected, -joints.EFFORT_LIMIT, joints.EFFORT_LIMIT)
+            np.testing.assert_allclose(by_step[step].effort, expected, atol=1e-9, err_msg=f"step {step}")
+
+
+def test_physics_divergence_becomes_a_published_fault(graph_factory):
+    g = graph_factory("--policy", "hold")
+    probe = RosProbe(g.domain)
+    try:
+        probe.subscribe(topics.PLANT_FAULT, PlantFault, qos.COMMANDS)
+        wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 30, "graph start")
+        wait_for(lambda: probe.node.count_publishers(topics.PLANT_FAULT) >= 1, 10, "fault publisher")
+        http_json("http://127.0.0.1:3000/api/sim/push", {"body": "pelvis_link", "force": [1e9, 0, 0],
+                                                          "duration": 0.1})
+        wait_for(lambda: probe.count(topics.PLANT_FAULT) >= 1, 10, "a PlantFault")
+        fault = probe.last(topics.PLANT_FAULT)
+        assert fault.kind in ("non_finite", "mujoco_warning", "speed")
+        assert "physics fault" in g.output()
+        # the graph is still up and a virtual restart recovers the plant
+        http_json("http://127.0.0.1:3000/api/sim/restart", {})
+        wait_for(lambda: http_json("http://127.0.0.1:3000/api/sim/truth")["epoch"] == 1, 10, "restart")
+    finally:
+        probe.close()
+
+
+def test_make_run_uses_vasimov_up_with_defaults():
+    out = subprocess.run(["make", "-n", "run"], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(__file__))).stdout
+    assert "vasimov up" in out

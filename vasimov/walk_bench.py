@@ -1,0 +1,321 @@
+"""Walking bench: the plant and a locomotion backend in lockstep, one process, deterministic, scored on ground truth.
+
+Each scenario starts the same way the robot does: the boot gantry holds the pelvis, the stand pose is latched under
+the stand gains, the gantry is released and the robot settles for ``settle_time`` on PD alone. Then the backend is
+ticked at 50 Hz (four 200 Hz physics steps per tick) with the scenario's piecewise-constant command and pushes.
+The backend sees only sensors (IMU quaternion, gyro, projected gravity, encoders) and the command; the plant's
+ground truth is read only to score the run.
+
+Scores (all along/relative to the pose at the moment the backend takes over):
+
+* ``fell``: first time the pelvis is below ``min_pelvis_height`` or projected-gravity z is above ``max_gravity_z``;
+* ``along`` / ``lateral``: pelvis displacement along / across the start heading; ``drift``: horizontal norm;
+* ``heading``: signed heading change (unwrapped); compute time p50/p99 of the backend's ``step``.
+
+``python -m vasimov.walk_bench [names...]`` prints a table and one JSON line per scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from vasimov import joints
+from vasimov.frames import projected_gravity
+from vasimov_edge.policy.interface import PolicyBackend, PolicyInput
+from vasimov_plant.physics import PlantCore
+
+CONTROL_DT = 0.02  # s; the firmware ticks backends at 50 Hz
+SETTLE_TIME = 1.0  # s on the stand pose after the gantry lets go
+PUSH_BODY = "pelvis_link"
+ENVELOPE = (0.4, 0.4, 0.8)  # |vx|, |vy| (m/s), |vyaw| (rad/s): the SDK's command limits
+
+Command = tuple[float, float, float, float]  # (t, vx, vy, vyaw), held until the next entry
+
+
+@dataclass(frozen=True)
+class Push:
+    """A force (N, world frame) on ``body`` from ``t`` (s after the backend takes over) for ``duration`` s."""
+
+    t: float
+    force: tuple[float, float, float]
+    duration: float = 0.15
+    body: str = PUSH_BODY
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """Pass conditions; ``None`` means not checked. Falling always fails."""
+
+    min_along: float | None = None  # m, signed: negative for backward walking means "at least this far back"
+    max_abs_lateral: float | None = None
+    min_abs_lateral: float | None = None  # strafing: at least this far sideways, in the commanded direction
+    lateral_sign: float = 0.0
+    max_abs_heading: float | None = None
+    min_heading: float | None = None  # rad, signed like the turn command
+    max_drift: float | None = None
+    max_compute_p99: float | None = 2e-3  # s
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    duration: float
+    commands: tuple[Command, ...] = ((0.0, 0.0, 0.0, 0.0),)
+    pushes: tuple[Push, ...] = ()
+    criteria: Criteria = field(default_factory=Criteria)
+    backend_options: tuple[tuple[str, object], ...] = ()  # keyword overrides for the backend factory
+
+    def command_at(self, t: float) -> np.ndarray:
+        cmd = self.commands[0][1:]
+        for entry in self.commands:
+            if entry[0] <= t + 1e-9:
+                cmd = entry[1:]
+        return np.array(cmd, dtype=np.float64)
+
+
+@dataclass
+class Result:
+    name: str
+    passed: bool
+    fell_at: float | None
+    along: float
+    lateral: float
+    drift: float
+    heading: float
+    min_pelvis_height: float
+    max_gravity_z: float
+    compute_p50_ms: float
+    compute_p99_ms: float
+    failures: list[str]
+    sim_seconds: float
+    wall_seconds: float
+
+
+def random_commands(seed: int, n: int = 20, duration: float = 60.0) -> tuple[Command, ...]:
+    """``n`` piecewise-constant commands, uniform within the SDK envelope, evenly spaced over ``duration``."""
+    rng = np.random.default_rng(seed)
+    dt = duration / n
+    out = []
+    for k in range(n):
+        v = rng.uniform(-1.0, 1.0, size=3) * np.array(ENVELOPE)
+        out.append((k * dt, float(v[0]), float(v[1]), float(v[2])))
+    return tuple(out)
+
+
+def _walk(name: str, vx: float, vy: float, wz: float, crit: Criteria, duration: float = 10.0) -> Scenario:
+    return Scenario(name, duration, ((0.0, vx, vy, wz),), criteria=crit)
+
+
+def standard_scenarios() -> dict[str, Scenario]:
+    """The issue's acceptance scenarios (``goal_*`` ones are beyond the requirement)."""
+    s: list[Scenario] = [
+        Scenario("balance_60s", 60.0, criteria=Criteria(max_drift=0.10)),
+    ]
+    for v in (0.1, 0.2, 0.3):
+        s.append(
+            _walk(f"forward_{v:.1f}", v, 0.0, 0.0,
+                  Criteria(min_along=0.8 * v * 10.0, max_abs_lateral=0.3, max_abs_heading=0.2))
+        )
+    s.append(_walk("backward_0.2", -0.2, 0.0, 0.0, Criteria(min_along=-1.6, max_abs_lateral=0.3, max_abs_heading=0.2)))
+    for sign, label in ((1.0, "left"), (-1.0, "right")):
+        s.append(
+            _walk(f"strafe_{label}_0.2", 0.0, sign * 0.2, 0.0,
+                  Criteria(min_abs_lateral=1.5, lateral_sign=sign, max_abs_heading=0.3))
+        )
+    s.append(_walk("turn_0.3", 0.0, 0.0, 0.3, Criteria(min_heading=2.4)))
+    s.append(Scenario("step_in_place_60s", 60.0, criteria=Criteria(),
+                      backend_options=(("step_in_place", True),)))
+    s.append(Scenario("random_20x3s", 60.0, random_commands(seed=7), criteria=Criteria()))
+    for label, force in (("front_80N", (80.0, 0.0, 0.0)), ("back_100N", (-100.0, 0.0, 0.0)),
+                         ("side_100N", (0.0, 100.0, 0.0))):
+        s.append(Scenario(f"push_{label}", 6.0, pushes=(Push(2.0, force),), criteria=Criteria()))
+    s.append(_walk("goal_turn_0.5", 0.0, 0.0, 0.5, Criteria(min_heading=4.0)))
+    for label, force in (("front_150N", (150.0, 0.0, 0.0)), ("back_150N", (-150.0, 0.0, 0.0)),
+                         ("side_150N", (0.0, 150.0, 0.0))):
+        s.append(Scenario(f"goal_push_{label}", 6.0, pushes=(Push(2.0, force),), criteria=Criteria()))
+    return {sc.name: sc for sc in s}
+
+
+def default_backend_factory(**options: object) -> PolicyBackend:
+    """The built-in controller, with a scenario's overrides applied to its config."""
+    from vasimov_edge.policy.builtin import BuiltinController, ControllerConfig
+
+    return BuiltinController(ControllerConfig(**options))  # type: ignore[arg-type]
+
+
+def _policy_to_joint_command(out_target: np.ndarray, values: np.ndarray | None, fill: np.ndarray) -> np.ndarray:
+    full = fill.copy()
+    if values is not None:
+        full[joints.POLICY_TO_JOINT] = values
+    return full
+
+
+def run_scenario(
+    scenario: Scenario,
+    backend_factory: Callable[..., PolicyBackend] = default_backend_factory,
+    *,
+    settle_time: float = SETTLE_TIME,
+    min_pelvis_height: float = 0.45,
+    max_gravity_z: float = -0.8,
+    stop_on_fall: bool = True,
+    on_tick: Callable[[float, PolicyBackend, PlantCore], None] | None = None,
+) -> Result:
+    """Run one scenario from boot to its end (or the fall) and score it."""
+    wall0 = time.perf_counter()
+    plant = PlantCore()
+    steps_per_tick = round(CONTROL_DT / plant.dt)
+    if abs(steps_per_tick * plant.dt - CONTROL_DT) > 1e-9:
+        raise ValueError(f"control period {CONTROL_DT} s is not a whole number of physics steps ({plant.dt} s)")
+    zeros = np.zeros(joints.NUM_JOINTS)
+    plant.reset(joint_pos=joints.DEFAULT_POS)
+    plant.set_command(joints.DEFAULT_POS, zeros, joints.STAND_KP, joints.STAND_KD, zeros)
+    plant.set_gantry(False)
+    for _ in range(round(settle_time / plant.dt)):
+        plant.step()
+
+    backend = backend_factory(**dict(scenario.backend_options))
+    backend.reset()
+    start = plant.truth()
+    p0 = start.base_pos.copy()
+    yaw0 = start.base_yaw
+    c0, s0 = math.cos(yaw0), math.sin(yaw0)
+    yaw_prev, heading = yaw0, 0.0
+    pushes = sorted(scenario.pushes, key=lambda p: p.t)
+    next_push = 0
+    compute: list[float] = []
+    fell_at: float | None = None
+    min_h, max_gz = math.inf, -math.inf
+    n_ticks = round(scenario.duration / CONTROL_DT)
+    kp_fill, kd_fill = joints.STAND_KP.copy(), joints.STAND_KD.copy()
+    for k in range(n_ticks):
+        t = k * CONTROL_DT
+        while next_push < len(pushes) and pushes[next_push].t <= t + 1e-9:
+            p = pushes[next_push]
+            plant.apply_push(p.body, p.force, p.duration)
+            next_push += 1
+        s = plant.sensors()
+        inp = PolicyInput(
+            tick=k,
+            sim_time=s.time,
+            gyro=s.gyro,
+            projected_gravity=projected_gravity(s.imu_quat),
+            quat=s.imu_quat,
+            command=scenario.command_at(t),
+            q=s.q.copy(),
+            qd=s.qd.copy(),
+        )
+        t0 = time.perf_counter()
+        out = backend.step(inp)
+        compute.append(time.perf_counter() - t0)
+        pos = _policy_to_joint_command(out.target, out.target, joints.DEFAULT_POS)
+        kp = _policy_to_joint_command(out.target, out.kp, kp_fill)
+        kd = _policy_to_joint_command(out.target, out.kd, kd_fill)
+        ff = _policy_to_joint_command(out.target, out.torque_ff, zeros)
+        plant.set_command(pos, zeros, kp, kd, ff)
+        for _ in range(steps_per_tick):
+            plant.step()
+        tr = plant.truth()
+        gz = float(projected_gravity(tr.base_quat)[2])
+        min_h = min(min_h, float(tr.base_pos[2]))
+        max_gz = max(max_gz, gz)
+        heading += (tr.base_yaw - yaw_prev + math.pi) % (2.0 * math.pi) - math.pi
+        yaw_prev = tr.base_yaw
+        if on_tick is not None:
+            on_tick(t, backend, plant)
+        if fell_at is None and (tr.base_pos[2] < min_pelvis_height or gz > max_gravity_z):
+            fell_at = t + CONTROL_DT
+            if stop_on_fall:
+                break
+    end = plant.truth()
+    d = end.base_pos - p0
+    along = float(c0 * d[0] + s0 * d[1])
+    lateral = float(-s0 * d[0] + c0 * d[1])
+    comp = np.array(compute) if compute else np.zeros(1)
+    res = Result(
+        name=scenario.name,
+        passed=False,
+        fell_at=fell_at,
+        along=along,
+        lateral=lateral,
+        drift=float(math.hypot(d[0], d[1])),
+        heading=float(heading),
+        min_pelvis_height=min_h,
+        max_gravity_z=max_gz,
+        compute_p50_ms=float(np.percentile(comp, 50) * 1e3),
+        compute_p99_ms=float(np.percentile(comp, 99) * 1e3),
+        failures=[],
+        sim_seconds=len(compute) * CONTROL_DT,
+        wall_seconds=time.perf_counter() - wall0,
+    )
+    res.failures = check(scenario.criteria, res)
+    res.passed = not res.failures
+    return res
+
+
+def check(c: Criteria, r: Result) -> list[str]:
+    """Names of the criteria a result misses (empty: passed)."""
+    f: list[str] = []
+    if r.fell_at is not None:
+        f.append(f"fell at {r.fell_at:.2f}s")
+    if c.min_along is not None:
+        if c.min_along >= 0.0 and r.along < c.min_along:
+            f.append(f"along {r.along:.2f} < {c.min_along:.2f} m")
+        if c.min_along < 0.0 and r.along > c.min_along:
+            f.append(f"along {r.along:.2f} > {c.min_along:.2f} m")
+    if c.max_abs_lateral is not None and abs(r.lateral) > c.max_abs_lateral:
+        f.append(f"|lateral| {abs(r.lateral):.2f} > {c.max_abs_lateral:.2f} m")
+    if c.min_abs_lateral is not None and c.lateral_sign * r.lateral < c.min_abs_lateral:
+        f.append(f"lateral {r.lateral:.2f} m, need {c.lateral_sign * c.min_abs_lateral:+.2f}")
+    if c.max_abs_heading is not None and abs(r.heading) > c.max_abs_heading:
+        f.append(f"|heading| {abs(r.heading):.2f} > {c.max_abs_heading:.2f} rad")
+    if c.min_heading is not None and r.heading < c.min_heading:
+        f.append(f"heading {r.heading:.2f} < {c.min_heading:.2f} rad")
+    if c.max_drift is not None and r.drift > c.max_drift:
+        f.append(f"drift {r.drift:.3f} > {c.max_drift:.3f} m")
+    if c.max_compute_p99 is not None and r.compute_p99_ms > c.max_compute_p99 * 1e3:
+        f.append(f"compute p99 {r.compute_p99_ms:.2f} > {c.max_compute_p99 * 1e3:.2f} ms")
+    return f
+
+
+def format_table(results: Sequence[Result]) -> str:
+    head = (f"{'scenario':<22} {'ok':<4} {'fell':>6} {'along':>7} {'lat':>7} {'drift':>6} {'head':>6} "
+            f"{'minz':>5} {'p50ms':>6} {'p99ms':>6}  notes")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        fell = f"{r.fell_at:.2f}" if r.fell_at is not None else "-"
+        lines.append(
+            f"{r.name:<22} {'yes' if r.passed else 'NO':<4} {fell:>6} {r.along:7.2f} {r.lateral:7.2f} {r.drift:6.2f} "
+            f"{r.heading:6.2f} {r.min_pelvis_height:5.2f} {r.compute_p50_ms:6.2f} {r.compute_p99_ms:6.2f}  "
+            f"{'; '.join(r.failures)}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    scenarios = standard_scenarios()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help=f"scenarios to run (default: all): {', '.join(scenarios)}")
+    args = ap.parse_args(argv)
+    names = args.names or list(scenarios)
+    unknown = [n for n in names if n not in scenarios]
+    if unknown:
+        ap.error(f"unknown scenario(s) {unknown}; valid: {', '.join(scenarios)}")
+    results = []
+    for n in names:
+        r = run_scenario(scenarios[n])
+        results.append(r)
+        print(json.dumps(asdict(r)), flush=True)
+    print(format_table(results))
+    return 0 if all(r.passed for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
