@@ -62,6 +62,10 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_text(errors="replace").replace("\0", " ")
+
+
 def child_pids(pid: int) -> list[int]:
     """All descendants of pid (from /proc), so teardown can prove nothing was left behind."""
     kids: dict[int, list[int]] = {}

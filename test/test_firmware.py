@@ -953,3 +953,43 @@ def test_fuzzed_command_streams_never_raise(script) -> None:
         if out.fault_latched:
             assert out.mode is Mode.FAULT_DAMP and out.error_flags & 1
         assert np.all(np.abs(out.velocity_command) <= np.array(FirmwareParams().velocity_caps))
+
+
+# ── the thermal model itself ────────────────────────────────────────────────────────────────────────────────────
+def test_thermal_rated_torques_come_from_the_datasheet_table() -> None:
+    model = ThermalModel()
+    rated = model.rated_torque
+    assert rated[joint_index("left_knee_joint")] == 25.0
+    assert rated[joint_index("right_hip_pitch_joint")] == 40.0
+    assert rated[joint_index("waist_yaw_joint")] == 40.0
+    assert rated[joint_index("left_shoulder_pitch_joint")] == 30.0
+    for a, b in ANKLE_PAIRS:
+        assert rated[a] == rated[b] == 12.0  # EC-A4310, two per ankle
+    assert rated[joint_index("neck_pitch_joint")] == ThermalParams().unknown_motor_rated_torque_nm
+
+
+def test_thermal_step_is_the_exact_first_order_solution() -> None:
+    params = ThermalParams()
+    model = ThermalModel(params)
+    tau = model.rated_torque.copy()  # every motor at its rated torque
+    np.testing.assert_allclose(model.steady_state(tau), 25.0 + params.rise_at_rated_c)
+    assert 60.0 < 25.0 + params.rise_at_rated_c < 80.0  # rated continuous torque warns but never trips
+    one_big = ThermalModel(params)
+    one_big.step(tau, 100.0)
+    for _ in range(100):
+        model.step(tau, 1.0)
+    np.testing.assert_allclose(model.temperature, one_big.temperature, rtol=1e-12)
+    expected = 25.0 + params.rise_at_rated_c * (1.0 - math.exp(-100.0 / params.time_constant_s))
+    np.testing.assert_allclose(one_big.temperature, expected)
+    before = one_big.temperature
+    one_big.step(tau, -1.0)
+    one_big.step(tau, math.nan)
+    one_big.step(np.full(NUM_JOINTS, math.nan), 1.0)
+    np.testing.assert_array_equal(one_big.temperature, before)
+
+
+@pytest.mark.parametrize("field", ["time_constant_s", "winding_resistance_ohm", "rated_current_a"])
+@pytest.mark.parametrize("value", [0.0, -1.0, math.inf])
+def test_thermal_params_are_validated(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=field):
+        ThermalParams(**{field: value})

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
 
 import numpy as np
 import pytest
-from harness import Graph, http_json, pid_alive, wait_for
+from harness import Graph, cmdline, http_json, pid_alive, wait_for
 from rosgraph_msgs.msg import Clock
 from rosprobe import RosProbe
 from sensor_msgs.msg import JointState
+from vasimov_msgs.msg import FirmwareState, MotorCommand, PlantFault, PlantState
 
 from vasimov import joints
 from vasimov.ros import qos, topics
-from vasimov_msgs.msg import FirmwareState, MotorCommand, PlantFault, PlantState
 
 pytestmark = pytest.mark.graph
 
@@ -46,7 +47,7 @@ def test_realtime_graph_publishes_clock_and_joint_states_and_stops_cleanly(graph
         assert list(js.name) == list(joints.SIM_NAMES)
         assert len(js.position) == joints.NUM_JOINTS
         clocks = [c.clock.sec + c.clock.nanosec * 1e-9 for c in probe.all(topics.CLOCK)]
-        assert all(b > a for a, b in zip(clocks, clocks[1:], strict=False)), "sim time must increase"
+        assert all(b > a for a, b in itertools.pairwise(clocks)), "sim time must increase"
     finally:
         probe.close()
     g.wait_started()
@@ -70,7 +71,7 @@ def test_a_dead_node_stops_the_graph_with_a_clear_message(graph_factory):
     g.wait_started()
     wait_for(lambda: "edge ready" in g.output(), 30, "edge start")
     edge_pid = next(p for p in g.node_pids
-                    if "edge_node" in open(f"/proc/{p}/cmdline").read().replace("\0", " "))
+                    if "edge_node" in cmdline(p))
     os.kill(edge_pid, signal.SIGKILL)
     rc = g.proc.wait(timeout=30)
     assert rc != 0
@@ -146,11 +147,10 @@ def test_physics_divergence_becomes_a_published_fault(graph_factory):
         probe.subscribe(topics.PLANT_FAULT, PlantFault, qos.COMMANDS)
         wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 30, "graph start")
         wait_for(lambda: probe.node.count_publishers(topics.PLANT_FAULT) >= 1, 10, "fault publisher")
-        http_json("http://127.0.0.1:3000/api/sim/push", {"body": "pelvis_link", "force": [1e9, 0, 0],
-                                                          "duration": 0.1})
+        http_json("http://127.0.0.1:3000/api/sim/inject", {"fault": "non_finite"})
         wait_for(lambda: probe.count(topics.PLANT_FAULT) >= 1, 10, "a PlantFault")
         fault = probe.last(topics.PLANT_FAULT)
-        assert fault.kind in ("non_finite", "mujoco_warning", "speed")
+        assert fault.kind == "non_finite"
         assert "physics fault" in g.output()
         # the graph is still up and a virtual restart recovers the plant
         http_json("http://127.0.0.1:3000/api/sim/restart", {})

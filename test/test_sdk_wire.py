@@ -205,10 +205,6 @@ MALFORMED = [
     ("26_positions", trajectory_bytes(positions=(*POSE, 0.0)), Reason.BAD_LENGTH),
     ("empty_trajectory", trajectory_bytes(positions=()), Reason.EMPTY_TRAJECTORY),
     ("empty_trajectory_with_gains", trajectory_bytes(positions=(), kp=_ONES, kd=_ONES), Reason.EMPTY_TRAJECTORY),
-    ("kp_without_kd", trajectory_bytes(kp=_ONES), Reason.BAD_LENGTH),
-    ("kd_without_kp", trajectory_bytes(kd=_ONES), Reason.BAD_LENGTH),
-    ("short_gains", trajectory_bytes(kp=_ONES[:24], kd=_ONES[:24]), Reason.BAD_LENGTH),
-    ("mismatched_gains", trajectory_bytes(kp=_ONES, kd=_ONES[:24]), Reason.BAD_LENGTH),
     ("eol", _eol(), Reason.UNSUPPORTED),
     ("move_without_payload", raw(mode=2), Reason.UNKNOWN_MODE),
     ("fault_damp_without_payload", raw(mode=5), Reason.UNKNOWN_MODE),
@@ -218,6 +214,20 @@ MALFORMED = [
     ("policy_with_trajectory_control", _policy_as_trajectory_control(), Reason.UNKNOWN_COMMAND),
     ("trajectory_with_unknown_control", trajectory_bytes(command_control=9), Reason.UNKNOWN_COMMAND),
 ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [trajectory_bytes(kp=_ONES), trajectory_bytes(kd=_ONES), trajectory_bytes(kp=_ONES[:24], kd=_ONES[:24]),
+     trajectory_bytes(kp=_ONES, kd=_ONES[:24])],
+    ids=["kp_without_kd", "kd_without_kp", "short_gains", "mismatched_gains"],
+)
+def test_incomplete_gains_travel_on_for_the_firmware_to_replace(data: bytes) -> None:
+    """The Menlo API page: gains that are not both-25 are replaced by Edge's table, the setpoint still counts."""
+    cmd = decode_command(data)
+    assert isinstance(cmd, TrajectoryCommand)
+    assert len(cmd.positions) == 25
+    assert not (cmd.kp is not None and cmd.kd is not None and len(cmd.kp) == len(cmd.kd) == 25)
 
 
 @pytest.mark.parametrize(("data", "reason"), [(d, r) for _, d, r in MALFORMED], ids=[n for n, _, _ in MALFORMED])
@@ -253,11 +263,8 @@ def _check_invariants(result: object) -> None:
         assert all(math.isfinite(v) for v in (result.vx, result.vy, result.vyaw))
     if isinstance(result, TrajectoryCommand):
         assert len(result.positions) == NUM_JOINTS
-        assert (result.kp is None) == (result.kd is None)
         for values in (result.positions, result.kp or (), result.kd or ()):
             assert all(math.isfinite(v) for v in values)
-        if result.kp is not None:
-            assert len(result.kp) == len(result.kd or ()) == NUM_JOINTS
 
 
 @given(st.binary(max_size=3000))

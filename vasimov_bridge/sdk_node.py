@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 from typing import Any
@@ -26,11 +25,11 @@ from vasimov.commands import RobotCommand
 from vasimov.frames import projected_gravity, rotate, yaw_from_quat
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
-from vasimov.ros.convert import from_stamp, to_stamp
+from vasimov.ros.convert import from_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
-from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response
+from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response, parse_push
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -87,6 +86,7 @@ class SdkBridgeNode(Node):
         self.http.add_route("POST", "/api/sim/push", self.http_push)
         self.http.add_route("GET", "/api/sim/counters", self.http_counters)
         self.http.add_route("GET", "/api/sim/firmware", self.http_firmware)
+        self.http.add_route("POST", "/api/sim/inject", self.http_inject)
         self.lane.start()
         self.http.start()
         self.get_logger().info(
@@ -191,33 +191,29 @@ class SdkBridgeNode(Node):
         }
 
     def http_restart(self, req: Request) -> Any:
-        m = SimControl(action=SimControl.ACTION_RESTART)
-        if self.last_plant is not None:
-            m.stamp = self.last_plant.stamp
-        self.pub_sim.publish(m)
+        self._send_sim(SimControl(action=SimControl.ACTION_RESTART))
         self.get_logger().info("virtual restart requested over HTTP")
         return Response({"restarting": True, "previous_epoch": self.epoch}, status=202)
 
     def http_push(self, req: Request) -> Any:
-        body = req.body
-        if not isinstance(body, dict):
-            raise HttpError(400, "push needs a JSON object {body, force: [x, y, z], duration}")
-        force = body.get("force")
-        duration = body.get("duration", 0.15)
-        name = body.get("body", "pelvis_link")
-        if (not isinstance(force, list) or len(force) != 3
-                or not all(isinstance(v, int | float) and math.isfinite(v) for v in force)):
-            raise HttpError(400, "force must be three finite numbers (N, world frame)")
-        if not isinstance(duration, int | float) or not 0 < duration <= 5.0:
-            raise HttpError(400, "duration must be a number in (0, 5] seconds")
-        if not isinstance(name, str) or not name:
-            raise HttpError(400, "body must be a body name")
-        m = SimControl(action=SimControl.ACTION_PUSH, body=name, force=[float(v) for v in force],
-                       duration=float(duration))
+        push = parse_push(req.body)
+        m = SimControl(action=SimControl.ACTION_PUSH, body=push.body, force=[float(v) for v in push.force],
+                       duration=float(push.duration))
+        self._send_sim(m)
+        return Response({"pushing": True, "body": push.body, "force": list(push.force),
+                         "duration": push.duration}, status=202)
+
+    def http_inject(self, req: Request) -> Any:
+        body = req.body if isinstance(req.body, dict) else {}
+        if body.get("fault") != "non_finite":
+            raise HttpError(400, 'inject needs {"fault": "non_finite"} (the only fault the plant can inject)')
+        self._send_sim(SimControl(action=SimControl.ACTION_INJECT_FAULT))
+        return Response({"injected": "non_finite"}, status=202)
+
+    def _send_sim(self, m: SimControl) -> None:
         if self.last_plant is not None:
-            to_stamp(from_stamp(self.last_plant.stamp), m.stamp)
+            m.stamp = self.last_plant.stamp
         self.pub_sim.publish(m)
-        return Response({"pushing": True, "body": name, "force": force, "duration": duration}, status=202)
 
     def http_counters(self, req: Request) -> Any:
         fw = self.fw

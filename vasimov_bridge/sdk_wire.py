@@ -176,20 +176,8 @@ def _decode_trajectory(traj: Any, source: CommandSource, seq: int) -> Trajectory
         return _reject(
             Reason.BAD_LENGTH, f"{len(positions)} positions; expected {NUM_JOINTS}", field="positions", sequence=seq
         )
-    if bool(kp) != bool(kd):
-        return _reject(
-            Reason.BAD_LENGTH,
-            f"kp has {len(kp)} and kd {len(kd)} entries; send both with {NUM_JOINTS} each, or neither",
-            field="kp" if kp else "kd",
-            sequence=seq,
-        )
-    if kp and (len(kp) != NUM_JOINTS or len(kd) != NUM_JOINTS):
-        return _reject(
-            Reason.BAD_LENGTH,
-            f"kp has {len(kp)} and kd {len(kd)} entries; expected {NUM_JOINTS} each",
-            field="gains",
-            sequence=seq,
-        )
+    # Gains that are not "both, 25 each" are not a reason to drop the setpoint: the Menlo API page says Edge
+    # replaces them with its own gain table. They travel on as sent; the firmware core substitutes and counts.
     for name, values in (("positions", positions), ("kp", kp), ("kd", kd)):
         if not _all_finite(values):
             bad = next(i for i, v in enumerate(values) if not math.isfinite(v))

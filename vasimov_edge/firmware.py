@@ -24,9 +24,16 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
   clamped, see ``vasimov.motor_space``); kp/kd used only when both carry 25 values (else the STAND gain table, as
   Edge does); an entry <= 0 gives that joint DAMP gains. Session timeout: ``trajectory_timeout_s`` without a
   setpoint -> DAMP.
+* **MOVE/POLICY**: the policy's 23 targets (policy order, ``POLICY_TO_JOINT``) with the policy gain table unless the
+  policy supplies gains, through the same target clamp as a trajectory; the neck held at its default with its
+  policy gains. No usable policy output -> the previous tick's targets and gains are held (counted).
+* **Virtual gantry** (twin-only, boot stand): engaged at boot, released ``gantry_release_after_stand_s`` after the
+  STAND ramp completes (a DAMP before that cancels the release; the next STAND schedules it again).
 * **Faults latch**: a fall (projected-gravity z > ``fall_gravity_z`` once the gantry has released) or a motor over
   ``overtemp_c`` -> FAULT_DAMP, ``error_flags |= 1 | 1 << (1 + alert_id)``; the alert entry stays while its
   condition lasts and clears ``alert_clear_s`` after it ends; the flags and the latch stay until ``restart()``.
+  Motor temperatures come from ``vasimov_edge.thermal`` (ASSUMED parameters); above ``temp_warning_c`` a
+  MOTOR_TEMP_HIGH warning is raised per motor.
 * **Validation**: every dropped command is returned as a ``Rejection`` whose reason is the SDK's ``Refusal`` name
   and whose ``extra["counter"]`` names the counter it incremented. Nothing raises on bad input.
 
@@ -34,7 +41,7 @@ Time: every ``t`` is *firmware time* in seconds since the (virtual) boot. ``rest
 next ``t`` starts from 0 again. The core has no clock of its own; ``t`` must not go backwards within one boot (a
 step back is counted under ``clock_anomalies`` and treated as no time passing).
 
-Decisions where the sources are silent are marked DECISION in the code and listed in ``docs`` by the lead.
+Choices made where the sources are silent are marked DECISION in the code.
 """
 
 from __future__ import annotations
@@ -822,7 +829,7 @@ class Firmware:
         p = self.params
         zeros = np.zeros(NUM_JOINTS)
         if self._mode in (Mode.DAMP, Mode.FAULT_DAMP):
-            return _targets(q, zeros, zeros, np.full(NUM_JOINTS, p.damp_kd), zeros)
+            return _targets(q.copy(), zeros, zeros.copy(), np.full(NUM_JOINTS, p.damp_kd), zeros)
         if self._mode is Mode.STAND:
             if self._ramp_from is None:
                 self._ramp_from = q.copy()  # STAND arrived before any reading: ramp from the first one

@@ -213,6 +213,9 @@ class PlantNode(Node):
                     self.get_logger().info(f"push {list(msg.force)} N on {msg.body} for {msg.duration} s")
                 except (KeyError, ValueError) as exc:
                     self.get_logger().error(f"push rejected: {exc}")
+            elif msg.action == SimControl.ACTION_INJECT_FAULT:
+                self.get_logger().warning("injecting a non-finite physics state on request")
+                self.core.inject_non_finite()
             else:
                 self.get_logger().error(f"sim control rejected: unknown action {msg.action}")
 

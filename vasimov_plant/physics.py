@@ -364,6 +364,11 @@ class PlantCore:
         self.data.xfrc_applied[bid, 3:] = 0.0
         self._pushes[bid] = steps
 
+    def inject_non_finite(self) -> None:
+        """Scenario hook: corrupt the base velocity with NaN, as a diverging solver would, so users (and tests) can
+        rehearse the fault path end to end. The next ``step()`` reports it as a ``PhysicsError``."""
+        self.data.qvel[0] = np.nan
+
     # -- stepping ------------------------------------------------------------------------------------------------
     def step(self) -> None:
         """Advance one physics step (``dt``) under the latched command; raise ``PhysicsError`` on divergence."""

@@ -60,6 +60,7 @@ class ControllerConfig:
     velocity_ff: bool = True  # add kd * qd_des so moving targets do not lag
     arm_swing: float = 0.0  # rad of shoulder pitch per m of foot advance (counters swing-leg yaw)
     ik_iterations: int = 3
+    min_knee_bend: float = 0.15  # rad; sole targets beyond the reach this leaves are pulled back
     swing_pitch_weight: float = 1e-4  # IK weight of swing-foot pitch: it gives way when the ankle hits its stop
     swing_blend_ticks: int = 4  # ticks to hand a lifted foot from the commanded to the measured pelvis frame
 

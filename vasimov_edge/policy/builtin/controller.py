@@ -123,9 +123,36 @@ class BuiltinController:
         self._arm_pitch = {s: joints.joint_index(n) for s, n in _ARM_SHOULDER_PITCH.items()}
         self._leg_joint = {s: list(self.kin.legs[s].joint) for s in SIDES}
         self.telemetry = Telemetry()
+        self._hip_pos, self._max_reach = self._leg_reach()
+        # joint axis (in its parent frame) per joint index: the sign a pelvis rotation takes in each hip joint
+        m = self.kin.model
+        self._axis_sign = {j.index: np.round(m.jnt_axis[m.joint(j.sim_name).id]) for j in joints.JOINTS}
         self.reset()
 
     # ------------------------------------------------------------------ setup
+    def _leg_reach(self) -> tuple[dict[str, Vec], float]:
+        """Hip-pitch axis positions (pelvis frame) and the longest hip-to-sole distance with the knee still bent."""
+        kin = self.kin
+        q = joints.DEFAULT_POS.copy()
+        hips: dict[str, Vec] = {}
+        reach = math.inf
+        for side in SIDES:
+            leg = kin.legs[side]
+            knee = leg.joint[3]
+            q[knee] = math.copysign(self.cfg.min_knee_bend, joints.DEFAULT_POS[knee])
+            ankle = leg.joint[4]
+            q[ankle] = 0.0
+            q[leg.joint[0]] = 0.0
+        kin.set_measured(np.array([1.0, 0.0, 0.0, 0.0]), q)
+        for side in SIDES:
+            leg = kin.legs[side]
+            hip_body = kin.model.jnt_bodyid[kin.model.joint(joints.SIM_NAMES[leg.joint[0]]).id]
+            hips[side] = kin.meas.xpos[hip_body].copy()
+            p, _ = kin.sole_pose(side)
+            reach = min(reach, float(np.linalg.norm(p - hips[side])))
+        kin.set_measured(np.array([1.0, 0.0, 0.0, 0.0]), joints.DEFAULT_POS)
+        return hips, reach
+
     def _com_height_nominal(self) -> float:
         return self.cfg.pelvis_height + 0.017  # COM sits ~17 mm above the pelvis origin in the stand pose
 
@@ -207,7 +234,9 @@ class BuiltinController:
             dy = (s * vx + c * vy) * t_ahead
         fyaw = yaw + dyaw
         half_w = 0.5 * self.cfg.step_width * SIGN[side]
-        pos = np.array([x + dx - math.sin(fyaw) * half_w, y + dy + math.cos(fyaw) * half_w, 0.0])
+        back = self.cfg.zmp_x_offset  # the sole centre sits behind the point the COM passes over
+        c, s = math.cos(fyaw), math.sin(fyaw)
+        pos = np.array([x + dx - s * half_w - c * back, y + dy + c * half_w - s * back, 0.0])
         return FootPose(pos, fyaw)
 
     def _constrain_step(self, side: str, stance: FootPose, target: FootPose) -> FootPose:
@@ -518,12 +547,6 @@ class BuiltinController:
             yaw_des = self.feet[self.stance].yaw + 0.5 * _wrap(self.swing_target.yaw - self.feet[self.stance].yaw)
         else:
             yaw_des = self.feet["right"].yaw + 0.5 * _wrap(self.feet["left"].yaw - self.feet["right"].yaw)
-        # hip strategy: stance legs rotate the pelvis against its measured tilt (and heading error)
-        yaw_meas = math.atan2(R_meas[1, 0], R_meas[0, 0])
-        roll_cmd = -cfg.attitude_gain * roll - cfg.attitude_rate_gain * gyro[0]
-        pitch_cmd = cfg.torso_pitch - cfg.attitude_gain * (pitch - cfg.torso_pitch) - cfg.attitude_rate_gain * gyro[1]
-        yaw_cmd = yaw_des - cfg.yaw_gain * _wrap(yaw_meas - yaw_des)
-        R_cmd = rotation_from_rpy(roll_cmd, pitch_cmd, yaw_cmd)
         R_des = rotation_from_rpy(0.0, cfg.torso_pitch, yaw_des)
 
         com_b = kin.ik_com()  # COM relative to the pelvis, in the pelvis frame (previous IK solution)
@@ -536,23 +559,50 @@ class BuiltinController:
             foot = self._foot_now(s, ss)
             Rf = foot.rot()
             w = self._measured_frame_weight(s)
-            p_cmd, R_rel_cmd = R_cmd.T @ (foot.pos - pel), R_cmd.T @ Rf
+            p_cmd, R_rel_cmd = R_des.T @ (foot.pos - pel), R_des.T @ Rf
             if w > 0.0:
                 p_meas, R_rel_meas = R_meas.T @ (foot.pos - base_meas), R_meas.T @ Rf
                 targets[s] = ((1.0 - w) * p_cmd + w * p_meas, _rot_blend(R_rel_cmd, R_rel_meas, w))
             else:
                 targets[s] = (p_cmd, R_rel_cmd)
+            targets[s] = (self._clamp_reach(s, targets[s][0]), targets[s][1])
             if self.mode is Mode.WALK and s != self.stance and self.tick_in_step > self.ds_len:
                 weights[s] = self._swing_task_weights
         sol = kin.solve_legs(targets, weights, iterations=cfg.ik_iterations)
         q_des = joints.DEFAULT_POS.copy()
         for s in SIDES:
             q_des[self._leg_joint[s]] = sol[s]
+
+        # hip strategy: the loaded legs turn the pelvis about the hips against its measured tilt and heading error
+        # (joint space, so the legs below the hips, and with them the ankles' tiny roll range, are left alone)
+        yaw_meas = math.atan2(R_meas[1, 0], R_meas[0, 0])
+        e_roll = roll + cfg.attitude_rate_gain * gyro[0]
+        e_pitch = (pitch - cfg.torso_pitch) + cfg.attitude_rate_gain * gyro[1]
+        e_yaw = _wrap(yaw_meas - yaw_des)
+        w_left = self._weight_left()
+        for s in SIDES:
+            load = w_left if s == "left" else 1.0 - w_left
+            if load <= 0.0:
+                continue
+            hp, hr, hy = self._leg_joint[s][0], self._leg_joint[s][1], self._leg_joint[s][2]
+            q_des[hr] += load * cfg.attitude_gain * e_roll * self._axis_sign[hr][0]
+            q_des[hp] += cfg.attitude_gain * e_pitch * self._axis_sign[hp][1] * min(1.0, 2.0 * load)
+            q_des[hy] += load * cfg.yaw_gain * e_yaw * self._axis_sign[hy][2]
         if cfg.arm_swing != 0.0 and self.mode is Mode.WALK:
             for s in SIDES:
                 rel = self.feet[OTHER[s]].rot()[:2, :2].T @ (self._foot_now(OTHER[s], ss).pos[:2] - pel[:2])
                 q_des[self._arm_pitch[s]] += SIGN[s] * cfg.arm_swing * rel[0]
+        self._dbg = (targets, pel.copy(), R_des.copy(), height)
         return q_des
+
+    def _clamp_reach(self, side: str, p: Vec) -> Vec:
+        """Pull a sole target back inside the leg's reach, so the IK never straightens the knee into a stomp."""
+        hip = self._hip_pos[side]
+        v = p - hip
+        n = float(np.linalg.norm(v))
+        if n > self._max_reach:
+            return hip + v * (self._max_reach / n)
+        return p
 
     def _measured_frame_weight(self, side: str) -> float:
         """How much a leg is placed from the *measured* pelvis (1) rather than the commanded one (0).

@@ -236,13 +236,16 @@ class RobotKinematics:
         weights: dict[str, Vec] | None = None,
         iterations: int = 3,
         damping: float = 1e-4,
+        points: dict[str, Vec] | None = None,
     ) -> dict[str, Vec]:
         """Leg angles putting each sole at ``targets[side] = (pos, rot)`` in the pelvis frame.
 
         Damped, weighted Newton steps on the 6-D pose error (position, then rotation vector, pelvis frame),
         warm-started from the previous solution and clamped to the joint ranges. ``weights[side]`` (6,) says which
         task directions may give way when a joint sits on its stop: the swing foot, for instance, may pitch when
-        the ankle's small dorsiflexion range (0.35 rad) runs out while the knee folds to lift it.
+        the ankle's small dorsiflexion range (0.35 rad) runs out while the knee folds to lift it. ``points[side]``
+        (foot frame) replaces the sole centre as the controlled point; ``targets`` still name the sole-centre pose,
+        and the point's target follows from the target rotation.
         """
         m, d = self.model, self.ik
         d.qpos[self.base_qpos : self.base_qpos + 3] = 0.0
@@ -253,8 +256,10 @@ class RobotKinematics:
             for side, (p_des, R_des) in targets.items():
                 leg = self.legs[side]
                 R = d.xmat[leg.foot_body].reshape(3, 3)
-                p = d.xpos[leg.foot_body] + R @ leg.sole_offset
-                err = np.concatenate((p_des - p, rot_log(R_des @ R.T)))
+                point = leg.sole_offset if points is None or side not in points else points[side]
+                p = d.xpos[leg.foot_body] + R @ point
+                p_goal = p_des + R_des @ (point - leg.sole_offset)
+                err = np.concatenate((p_goal - p, rot_log(R_des @ R.T)))
                 mujoco.mj_jac(m, d, self._jacp, self._jacr, p, leg.foot_body)
                 jac = np.vstack((self._jacp[:, leg.dof], self._jacr[:, leg.dof]))
                 w = np.ones(6) if weights is None or side not in weights else weights[side]
