@@ -62,6 +62,7 @@ class ControllerConfig:
     ik_iterations: int = 3
     min_knee_bend: float = 0.15  # rad; sole targets beyond the reach this leaves are pulled back
     swing_pitch_weight: float = 1e-4  # IK weight of swing-foot pitch: it gives way when the ankle hits its stop
+    swing_point_x: float = 0.0  # m, foot frame: the swing foot is steered by this sole point (0: below the ankle)
     swing_blend_ticks: int = 4  # ticks to hand a lifted foot from the commanded to the measured pelvis frame
 
     def __post_init__(self) -> None:

@@ -195,6 +195,9 @@ class BuiltinController:
         w = np.ones(6)
         w[4] = self.cfg.swing_pitch_weight  # rotation about the pelvis y axis: the swing foot may pitch
         self._swing_task_weights = w
+        self._swing_point = {
+            side: np.array([self.cfg.swing_point_x, 0.0, self.kin.legs[side].sole_offset[2]]) for side in SIDES
+        }
 
     # ------------------------------------------------------------------ helpers
     def _zmp_point(self, side: str, foot: FootPose) -> Vec:
@@ -555,6 +558,7 @@ class BuiltinController:
 
         targets: dict[str, tuple[Vec, Vec]] = {}
         weights: dict[str, Vec] = {}
+        points: dict[str, Vec] = {}
         for s in SIDES:
             foot = self._foot_now(s, ss)
             Rf = foot.rot()
@@ -568,7 +572,8 @@ class BuiltinController:
             targets[s] = (self._clamp_reach(s, targets[s][0]), targets[s][1])
             if self.mode is Mode.WALK and s != self.stance and self.tick_in_step > self.ds_len:
                 weights[s] = self._swing_task_weights
-        sol = kin.solve_legs(targets, weights, iterations=cfg.ik_iterations)
+                points[s] = self._swing_point[s]
+        sol = kin.solve_legs(targets, weights, iterations=cfg.ik_iterations, points=points)
         q_des = joints.DEFAULT_POS.copy()
         for s in SIDES:
             q_des[self._leg_joint[s]] = sol[s]
