@@ -12,6 +12,7 @@ sensors read (every step) plus ground truth and `/clock`. Two time modes:
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -21,7 +22,7 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
@@ -33,7 +34,6 @@ from vasimov.ros import qos, topics
 from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
-from vasimov.ros.spin import make_executor
 from vasimov_plant.physics import PhysicsError, PlantCore
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -84,6 +84,8 @@ class PlantNode(Node):
         self.awaiting_since = 0.0
         self.stale_count = 0
         self.out_of_order = 0
+        self.rt_lateness: list[float] = []
+        self.rt_dropped = 0
 
         self.pub_clock = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.pub_state = self.create_publisher(PlantState, topics.PLANT_STATE, qos.STATE_STREAM)
@@ -246,6 +248,11 @@ class PlantNode(Node):
         duration = self.p["duration"]
         if duration > 0 and self.sim_time() >= duration - 1e-9:
             self.get_logger().info(f"duration {duration} s reached at step {self.core.step_count}")
+            if self.lockstep:
+                wall = time.monotonic() - self.lockstep_wall_start
+                sim = self.sim_time() - self.lockstep_sim_start
+                self.get_logger().info(f"lockstep: simulated {sim:.3f} s in {wall:.3f} s of wall time "
+                                       f"(real-time factor {sim / wall:.2f})")
             self.exit_code = 0
             return
         if self.lockstep:
@@ -265,6 +272,8 @@ class PlantNode(Node):
             self.exit_code = EXIT_PHYSICS_FAULT
 
     def start_lockstep(self) -> None:
+        self.lockstep_wall_start = time.monotonic()
+        self.lockstep_sim_start = self.sim_time()
         self._publish_step(control_tick=True)
         self.awaiting_tick = 0
         self.awaiting_since = time.monotonic()
@@ -287,8 +296,11 @@ class PlantNode(Node):
             delay = next_t - time.monotonic()
             if delay > 0:
                 stop.wait(delay)
-            elif -delay > 5 * period:
-                next_t = time.monotonic()  # fell far behind (suspended?): do not try to replay the backlog
+            lateness = time.monotonic() - next_t
+            if lateness > 5 * period:
+                self.rt_dropped += int(lateness / period)  # fell far behind (suspended?): skip the backlog
+                next_t = time.monotonic()
+            self.rt_lateness.append(max(0.0, lateness))
             with self.lock:
                 if self.faulted:
                     continue
@@ -299,6 +311,12 @@ class PlantNode(Node):
                     if not self.context.ok():
                         return  # Ctrl-C shut the context down under us: a normal stop, not a failure
                     raise
+
+    def realtime_stats(self) -> dict[str, float]:
+        late = np.array(self.rt_lateness[-100_000:]) * 1e3 if self.rt_lateness else np.zeros(1)
+        return {"ticks": len(self.rt_lateness), "dropped": self.rt_dropped, "stale_commands": self.stale_count,
+                "p50_ms": float(np.percentile(late, 50)), "p99_ms": float(np.percentile(late, 99)),
+                "max_ms": float(late.max())}
 
     def _watchdog(self) -> None:
         cmd = self.latest_cmd
@@ -341,7 +359,7 @@ def main(args: list[str] | None = None) -> int:
     code = 0
     try:
         node = PlantNode()
-        executor = make_executor()
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         if node.lockstep:
             while rclpy.ok() and not node.participants_ready():
@@ -364,6 +382,7 @@ def main(args: list[str] | None = None) -> int:
             finally:
                 stop.set()
                 loop.join(timeout=5.0)
+                print(f"plant: realtime stats: {json.dumps(node.realtime_stats())}", flush=True)
         code = node.exit_code or 0
     except (KeyboardInterrupt, ExternalShutdownException):
         code = 0

@@ -192,6 +192,8 @@ class BuiltinController:
         self.ticks = 0
         self._stance_landed = False
         self._feet_together_done = False
+        self._swing_q: tuple[str, Vec | None, Vec, Vec] | None = None
+        self._swing_hist: tuple[str, Vec] | None = None
         w = np.ones(6)
         w[4] = self.cfg.swing_pitch_weight  # rotation about the pelvis y axis: the swing foot may pitch
         self._swing_task_weights = w
@@ -318,11 +320,16 @@ class BuiltinController:
         tau = np.zeros(joints.NUM_JOINTS)
         if cfg.gravity_ff:
             tau += kin.static_torques(self._weight_left())
-        if cfg.velocity_ff and self.q_des_prev is not None and self.mode is Mode.WALK:
-            # only the swing leg: its targets follow a smooth curve; stance targets carry feedback, and
-            # differentiating feedback would close a fast loop through the joint damping
-            idx = self._leg_joint[OTHER[self.stance]]
-            tau[idx] += self._kd[idx] * (q_des[idx] - self.q_des_prev[idx]) / cfg.control_dt
+        swing_q = self._swing_q
+        if cfg.velocity_ff and swing_q is not None and swing_q[1] is not None:
+            # swing leg: its targets follow a smooth curve, so rate and acceleration are differentiated from the
+            # curve (never from the stance targets, which carry feedback); inverse dynamics replaces gravity
+            side, q_prev, q_now, q_next = swing_q
+            dt = cfg.control_dt
+            qd_des = (q_next - q_prev) / (2.0 * dt)
+            qdd_des = (q_next - 2.0 * q_now + q_prev) / (dt * dt)
+            idx = self._leg_joint[side]
+            tau[idx] = kin.leg_inverse_dynamics(side, qd_des, qdd_des) + self._kd[idx] * qd_des
         self.q_des_prev = q_des.copy()
 
         tel = self.telemetry
@@ -577,6 +584,7 @@ class BuiltinController:
         q_des = joints.DEFAULT_POS.copy()
         for s in SIDES:
             q_des[self._leg_joint[s]] = sol[s]
+        self._swing_q = self._swing_lookahead(sol, points, weights, R_meas, base_meas, ss)
 
         # hip strategy: the loaded legs turn the pelvis about the hips against its measured tilt and heading error
         # (joint space, so the legs below the hips, and with them the ankles' tiny roll range, are left alone)
@@ -627,15 +635,50 @@ class BuiltinController:
             return 0.0
         return max(0.0, 1.0 - self.tick_in_step / max(1, self.ds_len))
 
+    def _swing_lookahead(
+        self,
+        sol: dict[str, Vec],
+        points: dict[str, Vec],
+        weights: dict[str, Vec],
+        R_meas: Vec,
+        base_meas: Vec,
+        ss: int,
+    ) -> tuple[str, Vec | None, Vec, Vec] | None:
+        """Swing-leg angles one tick past the current target, for rate/acceleration feed-forward.
+
+        Returns ``(side, previous target, current target, next target)``; ``None`` outside a swing. The extra
+        IK runs on a copy of the warm start, so the main solution is untouched.
+        """
+        if self.mode is not Mode.WALK or self.tick_in_step <= self.ds_len:
+            self._swing_hist = None
+            return None
+        side = OTHER[self.stance]
+        if side not in points:
+            self._swing_hist = None
+            return None
+        kin = self.kin
+        foot = self._swing_pose(ss, ahead=1)
+        w = self._measured_frame_weight(side)
+        p = R_meas.T @ (foot.pos - base_meas)
+        R_rel = R_meas.T @ foot.rot()
+        del w
+        leg = kin.legs[side]
+        saved = kin.ik.qpos[leg.qpos].copy()
+        nxt = kin.solve_legs({side: (self._clamp_reach(side, p), R_rel)}, weights, iterations=2, points=points)[side]
+        kin.ik.qpos[leg.qpos] = saved
+        prev = self._swing_hist if self._swing_hist is not None and self._swing_hist[0] == side else None
+        self._swing_hist = (side, sol[side].copy())
+        return side, (None if prev is None else prev[1]), sol[side].copy(), nxt
+
     def _foot_now(self, side: str, ss: int) -> FootPose:
         if self.mode is Mode.WALK and side != self.stance and self.tick_in_step > self.ds_len:
             return self._swing_pose(ss)
         return self.feet[side]
 
-    def _swing_pose(self, ss: int) -> FootPose:
-        """Swing sole: smooth horizontal transfer, raised-cosine lift, landing flat."""
+    def _swing_pose(self, ss: int, ahead: int = 0) -> FootPose:
+        """Swing sole ``ahead`` ticks from now: smooth horizontal transfer, raised-cosine lift, landing flat."""
         cfg = self.cfg
-        s = (self.tick_in_step - self.ds_len) / ss
+        s = (self.tick_in_step + ahead - self.ds_len) / ss
         s = min(max(s, 0.0), 1.0)
         h_phase = s
         # horizontal motion finishes a little before touchdown so the foot comes down vertically

@@ -225,6 +225,23 @@ class RobotKinematics:
             tau -= jac[:, self.joint_dof].T @ f[6 * i : 6 * i + 6]
         return tau
 
+    def leg_inverse_dynamics(self, side: str, qd_des: Vec, qdd_des: Vec) -> Vec:
+        """Torques (6,) that move a free (swing) leg along ``qd_des``/``qdd_des`` against inertia and gravity.
+
+        Rigid-body inverse dynamics of the measured configuration with the pelvis held still: at 50 Hz with
+        stiffness-limited PD, a swing leg folding 0.3 rad in 0.15 s otherwise lags its targets by several
+        centimetres at the foot and lands ahead of where it was sent.
+        """
+        m, d = self.model, self.meas
+        leg = self.legs[side]
+        d.qvel[:] = 0.0
+        d.qvel[leg.dof] = qd_des
+        d.qacc[:] = 0.0
+        d.qacc[leg.dof] = qdd_des
+        mujoco.mj_rne(m, d, 1, self._bias)
+        d.qvel[:] = 0.0
+        return self._bias[leg.dof].copy()
+
     # ------------------------------------------------------------------ inverse kinematics
     def ik_set_posture(self, q: Vec) -> None:
         """Seed the IK configuration (all 25 joints); legs are then refined by :meth:`solve_legs`."""
