@@ -116,6 +116,25 @@ def test_lockstep_is_bit_identical_across_runs_and_exits_zero(tmp_path):
     assert "STAND" in modes and "MOVE" in modes
     assert qa[-1, joints.joint_index("left_elbow_joint")] == pytest.approx(joints.DEFAULT_POS[
         joints.joint_index("left_elbow_joint")] + 0.3, abs=0.05)
+    # and the multi-process graph computes exactly what the single-process reference loop computes
+    ref = _reference_positions(script, ticks=301)
+    assert np.array_equal(qa, ref), f"graph vs reference: max difference {np.abs(qa - ref).max()}"
+
+
+def _reference_positions(script: str, ticks: int) -> np.ndarray:
+    from vasimov.closed_loop import ClosedLoop
+    from vasimov_edge import command_script
+    from vasimov_edge.policy.registry import make_backend
+
+    loop = ClosedLoop.create(make_backend("hold"))
+    player = command_script.ScriptPlayer(command_script.load(script))
+    out = []
+    for _ in range(ticks):
+        for cmd in player.due(loop.firmware_time):
+            loop.submit(cmd)
+        out.append(np.array(loop.plant.sensors().q))
+        loop.step_tick()
+    return np.array(out)
 
 
 def test_lockstep_command_latency_is_one_defined_tick(tmp_path):

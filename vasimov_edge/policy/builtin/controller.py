@@ -71,6 +71,16 @@ def _rot_blend(Ra: Vec, Rb: Vec, w: float) -> Vec:
     return Ra @ (np.eye(3) + math.sin(a) * kx + (1.0 - math.cos(a)) * (kx @ kx))
 
 
+def _rot_exp(v: Vec) -> Vec:
+    """Rotation matrix of the rotation vector ``v`` (Rodrigues)."""
+    a = float(np.linalg.norm(v))
+    if a < 1e-12:
+        return np.eye(3)
+    k = v / a
+    kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + math.sin(a) * kx + (1.0 - math.cos(a)) * (kx @ kx)
+
+
 def _quat_to_mat(quat: Vec) -> Vec:
     m = np.zeros(9)
     q = np.asarray(quat, dtype=np.float64)
@@ -123,6 +133,8 @@ class BuiltinController:
         self._arm_pitch = {s: joints.joint_index(n) for s, n in _ARM_SHOULDER_PITCH.items()}
         self._leg_joint = {s: list(self.kin.legs[s].joint) for s in SIDES}
         self.telemetry = Telemetry()
+        self._dbg_no_swing_g = False
+        self._dbg_no_stance_g = False
         self._hip_pos, self._max_reach = self._leg_reach()
         # joint axis (in its parent frame) per joint index: the sign a pelvis rotation takes in each hip joint
         m = self.kin.model
@@ -319,7 +331,7 @@ class BuiltinController:
         q_des = self._whole_body_ik(com_cmd, base, R, roll, pitch, gyro, sole)
         tau = np.zeros(joints.NUM_JOINTS)
         if cfg.gravity_ff:
-            tau += kin.static_torques(self._weight_left())
+            tau += kin.contact_torques(self._planned_loads(base, state))
         swing_q = self._swing_q
         if cfg.velocity_ff and swing_q is not None and swing_q[1] is not None:
             # swing leg: its targets follow a smooth curve, so rate and acceleration are differentiated from the
@@ -341,6 +353,43 @@ class BuiltinController:
         out = self._output(q_des, tau)
         tel.compute_s = time.perf_counter() - t0
         return out
+
+    def _planned_loads(self, base: Vec, state: Vec) -> list[tuple[str, Vec, Vec]]:
+        """Ground forces the COM plan implies, split between the soles, as (side, point, force) in the kinematic
+        model's frame (world-aligned, pelvis at the origin).
+
+        Total force ``m (g + c_ddot)`` acts through the plan's ZMP. In double support each sole takes the share
+        that puts the combined centre of pressure on the ZMP (its projection on the line between the soles) and
+        presses at its own centre shifted like the ZMP; in single support the stance sole takes it all at the ZMP
+        clipped into the sole.
+        """
+        kin = self.kin
+        zmp = self.preview.zmp()
+        acc = state[2]
+        force = kin.total_mass * np.array([acc[0], acc[1], GRAVITY])
+        if self.mode is Mode.WALK and self.tick_in_step > self.ds_len:
+            side = self.stance
+            foot = self.feet[side]
+            leg = kin.legs[side]
+            rel = foot.rot()[:2, :2].T @ (zmp - foot.pos[:2])
+            rel = np.clip(rel, [-leg.sole_half_length, -leg.sole_half_width], [leg.sole_half_length, leg.sole_half_width])
+            pt = np.append(foot.pos[:2] + foot.rot()[:2, :2] @ rel, 0.0) - base
+            return [(side, pt, force)]
+        pl, pr = self.feet["left"].pos[:2], self.feet["right"].pos[:2]
+        axis = pl - pr
+        w_left = float(np.clip((zmp - pr) @ axis / max(float(axis @ axis), 1e-9), 0.0, 1.0))
+        mid = pr + w_left * axis
+        loads = []
+        for side, w in (("left", w_left), ("right", 1.0 - w_left)):
+            if w <= 1e-3:
+                continue
+            foot = self.feet[side]
+            leg = kin.legs[side]
+            rel = foot.rot()[:2, :2].T @ (foot.pos[:2] + (zmp - mid) - foot.pos[:2])
+            rel = np.clip(rel, [-leg.sole_half_length, -leg.sole_half_width], [leg.sole_half_length, leg.sole_half_width])
+            pt = np.append(foot.pos[:2] + foot.rot()[:2, :2] @ rel, 0.0) - base
+            loads.append((side, pt, w * force))
+        return loads
 
     def _output(self, q_des: Vec, tau: Vec) -> PolicyOutput:
         p2j = self._policy_to_joint
@@ -560,8 +609,26 @@ class BuiltinController:
         R_des = rotation_from_rpy(0.0, cfg.torso_pitch, yaw_des)
 
         com_b = kin.ik_com()  # COM relative to the pelvis, in the pelvis frame (previous IK solution)
-        pel = np.array([com_cmd[0], com_cmd[1], 0.0]) - R_des @ com_b
-        pel[2] = height
+        pel_des = np.array([com_cmd[0], com_cmd[1], 0.0]) - R_des @ com_b
+        pel_des[2] = height
+
+        # hip strategy: the loaded legs turn the pelvis against its measured tilt and heading error, about the
+        # load-weighted hip point (the stance hip in single support, so the stance leg below the hip -- and the
+        # ankle's tiny roll range -- is left alone; between the hips in double support, where the legs change
+        # length instead)
+        yaw_meas = math.atan2(R_meas[1, 0], R_meas[0, 0])
+        err = np.array(
+            [
+                roll + cfg.attitude_rate_gain * gyro[0],
+                (pitch - cfg.torso_pitch) + cfg.attitude_rate_gain * gyro[1],
+                _wrap(yaw_meas - yaw_des),
+            ]
+        )
+        gains = np.array([cfg.attitude_gain, cfg.attitude_gain, cfg.yaw_gain])
+        R_cmd = R_des @ _rot_exp(-gains * err)
+        w_left = self._weight_left()
+        pivot = w_left * self._hip_pos["left"] + (1.0 - w_left) * self._hip_pos["right"]
+        pel = pel_des + R_des @ pivot - R_cmd @ pivot
 
         targets: dict[str, tuple[Vec, Vec]] = {}
         weights: dict[str, Vec] = {}
@@ -570,7 +637,7 @@ class BuiltinController:
             foot = self._foot_now(s, ss)
             Rf = foot.rot()
             w = self._measured_frame_weight(s)
-            p_cmd, R_rel_cmd = R_des.T @ (foot.pos - pel), R_des.T @ Rf
+            p_cmd, R_rel_cmd = R_cmd.T @ (foot.pos - pel), R_cmd.T @ Rf
             if w > 0.0:
                 p_meas, R_rel_meas = R_meas.T @ (foot.pos - base_meas), R_meas.T @ Rf
                 targets[s] = ((1.0 - w) * p_cmd + w * p_meas, _rot_blend(R_rel_cmd, R_rel_meas, w))
@@ -585,22 +652,6 @@ class BuiltinController:
         for s in SIDES:
             q_des[self._leg_joint[s]] = sol[s]
         self._swing_q = self._swing_lookahead(sol, points, weights, R_meas, base_meas, ss)
-
-        # hip strategy: the loaded legs turn the pelvis about the hips against its measured tilt and heading error
-        # (joint space, so the legs below the hips, and with them the ankles' tiny roll range, are left alone)
-        yaw_meas = math.atan2(R_meas[1, 0], R_meas[0, 0])
-        e_roll = roll + cfg.attitude_rate_gain * gyro[0]
-        e_pitch = (pitch - cfg.torso_pitch) + cfg.attitude_rate_gain * gyro[1]
-        e_yaw = _wrap(yaw_meas - yaw_des)
-        w_left = self._weight_left()
-        for s in SIDES:
-            load = w_left if s == "left" else 1.0 - w_left
-            if load <= 0.0:
-                continue
-            hp, hr, hy = self._leg_joint[s][0], self._leg_joint[s][1], self._leg_joint[s][2]
-            q_des[hr] += load * cfg.attitude_gain * e_roll * self._axis_sign[hr][0]
-            q_des[hp] += cfg.attitude_gain * e_pitch * self._axis_sign[hp][1] * min(1.0, 2.0 * load)
-            q_des[hy] += load * cfg.yaw_gain * e_yaw * self._axis_sign[hy][2]
         if cfg.arm_swing != 0.0 and self.mode is Mode.WALK:
             for s in SIDES:
                 rel = self.feet[OTHER[s]].rot()[:2, :2].T @ (self._foot_now(OTHER[s], ss).pos[:2] - pel[:2])

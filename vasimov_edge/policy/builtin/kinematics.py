@@ -225,6 +225,25 @@ class RobotKinematics:
             tau -= jac[:, self.joint_dof].T @ f[6 * i : 6 * i + 6]
         return tau
 
+    def contact_torques(self, loads: list[tuple[str, Vec, Vec]], data: mujoco.MjData | None = None) -> Vec:
+        """Joint torques (25) that carry gravity while the soles push with the planned forces.
+
+        ``loads`` holds ``(side, point, force)``: a pure force (world-aligned, pelvis-origin frame) through a point
+        on that sole, normally the planned centre of pressure. During single support the centre of mass is *not*
+        above the foot; the planned ground force is ``m (g + c_ddot)`` through the planned ZMP, and the stance leg
+        must transmit exactly that. A static balance would instead demand an ankle-roll moment the 17 N*m motor
+        and the 4 cm wide sole cannot give, and a hip-roll torque that rolls the pelvis over the stance foot.
+        """
+        m = self.model
+        d = self.meas if data is None else data
+        d.qvel[:] = 0.0
+        mujoco.mj_rne(m, d, 0, self._bias)
+        tau = self._bias[self.joint_dof].copy()
+        for side, point, force in loads:
+            mujoco.mj_jac(m, d, self._jacp, None, point, self.legs[side].foot_body)
+            tau -= self._jacp[:, self.joint_dof].T @ force
+        return tau
+
     def leg_inverse_dynamics(self, side: str, qd_des: Vec, qdd_des: Vec) -> Vec:
         """Torques (6,) that move a free (swing) leg along ``qd_des``/``qdd_des`` against inertia and gravity.
 
