@@ -132,6 +132,17 @@ def http_json(url: str, data: dict | None = None, timeout: float = 5.0) -> Any:
         return json.loads(resp.read())
 
 
+def http_json_when_ready(url: str, data: dict | None = None, timeout: float = 15.0) -> Any:
+    """Like http_json, but retries while the twin answers 503 (a graph still connecting) or refuses connections."""
+    def attempt() -> Any:
+        try:
+            return {"value": http_json(url, data)}
+        except OSError:
+            return None
+
+    return wait_for(attempt, timeout, f"{url} to answer")["value"]
+
+
 def run_menlo(*args: str, home: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, HOME=home, NO_COLOR="1", TERM="dumb")
     env.pop("MENLO_UDP_HOST", None)

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import pytest
-from harness import Graph, cmdline, http_json, run_menlo, wait_for
+from harness import Graph, cmdline, http_json, http_json_when_ready, run_menlo, wait_for
 from menlo.asimov import ConnectionConfig, Mode, Robot, RobotFaultedError, UdpConfig
 
 from vasimov import joints, motor_space
@@ -47,11 +47,15 @@ def _truth_or_none():
         return None
 
 
+def _firmware() -> dict:
+    return http_json_when_ready(f"{API}/api/sim/firmware")
+
+
 def _restart() -> None:
-    before = http_json(f"{API}/api/sim/truth")["epoch"]
-    http_json(f"{API}/api/sim/restart", {})
+    before = http_json_when_ready(f"{API}/api/sim/truth")["epoch"]
+    http_json_when_ready(f"{API}/api/sim/restart", {})
     wait_for(lambda: (_truth_or_none() or {}).get("epoch", -1) > before, 15, "virtual restart")
-    wait_for(lambda: http_json(f"{API}/api/sim/firmware")["mode"] == "DAMP", 10, "firmware back in DAMP")
+    wait_for(lambda: _firmware()["mode"] == "DAMP", 10, "firmware back in DAMP")
 
 
 def _robot() -> Robot:
@@ -159,8 +163,8 @@ def test_fall_latches_a_fault_refuses_stand_and_restart_recovers(graph, home):
     robot = _robot()
     try:
         robot.stand(timeout=10)
-        wait_for(lambda: not http_json(f"{API}/api/sim/firmware")["gantry_engaged"], 10, "gantry release")
-        http_json(f"{API}/api/sim/push", {"body": "pelvis_link", "force": [0.0, 400.0, 0.0], "duration": 0.4})
+        wait_for(lambda: not _firmware()["gantry_engaged"], 10, "gantry release")
+        http_json_when_ready(f"{API}/api/sim/push", {"body": "pelvis_link", "force": [0.0, 400.0, 0.0], "duration": 0.4})
         wait_for(lambda: robot.get_state().error_flags != 0, 10, "the fall latch")
         state = robot.get_state()
         assert state.error_flags & 1 and state.error_flags & (1 << 8)
@@ -256,7 +260,7 @@ def test_bad_datagrams_and_http_requests_change_nothing_and_are_counted(graph):
                  >= sum(before["udp_rejections"].values()) + 200, 10, "rejections counted")
         end = max(time.monotonic(), start + 1.0)
         wait_for(lambda: counter.times and counter.times[-1] >= end, 5, "state samples after the bad input")
-        fw = http_json(f"{API}/api/sim/firmware")
+        fw = _firmware()
         assert fw["mode"] == "DAMP" and fw["error_flags"] == 0
         assert counter.rate(start, end) >= 150
         after = http_json(f"{API}/api/sim/counters")

@@ -211,6 +211,10 @@ class SdkBridgeNode(Node):
         return Response({"injected": "non_finite"}, status=202)
 
     def _send_sim(self, m: SimControl) -> None:
+        """Sim-control messages are volatile: refuse (503) rather than publish into the void before the plant's
+        subscription has matched, so a client can retry instead of believing a request that never arrived."""
+        if self.pub_sim.get_subscription_count() == 0:
+            raise HttpError(503, "the plant is not connected yet; retry")
         if self.last_plant is not None:
             m.stamp = self.last_plant.stamp
         self.pub_sim.publish(m)
