@@ -13,6 +13,8 @@ pytestmark = pytest.mark.graph
 API = "http://127.0.0.1:3000"
 
 
+@pytest.mark.xfail(strict=True, reason="the built-in controller balances but does not walk yet (issue 4): it falls "
+                   "~3 s into a 0.3 m/s walk; strict, so this fails the day walking starts to work")
 def test_menlo_walk_moves_the_robot_forward_and_leaves_it_balancing():
     g = Graph()  # default policy: builtin
     try:

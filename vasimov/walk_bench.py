@@ -10,7 +10,10 @@ Scores (all along/relative to the pose at the moment the backend takes over):
 
 * ``fell``: first time the pelvis is below ``min_pelvis_height`` or projected-gravity z is above ``max_gravity_z``;
 * ``along`` / ``lateral``: pelvis displacement along / across the start heading; ``drift``: horizontal norm;
-* ``heading``: signed heading change (unwrapped); compute time p50/p99 of the backend's ``step``.
+* ``heading``: signed heading change (unwrapped);
+* compute time of the backend's ``step``, p50/p99, both wall-clock and the calling thread's CPU time. The
+  compute criterion is judged on CPU time: on a shared machine the wall-clock tail measures preemption by other
+  processes (tens of ms), not the controller; both are reported.
 
 ``python -m vasimov.walk_bench [names...]`` prints a table and one JSON line per scenario.
 """
@@ -61,7 +64,7 @@ class Criteria:
     max_abs_heading: float | None = None
     min_heading: float | None = None  # rad, signed like the turn command
     max_drift: float | None = None
-    max_compute_p99: float | None = 2e-3  # s
+    max_compute_p99: float | None = 2e-3  # s of thread CPU time per tick
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,10 @@ class Result:
     heading: float
     min_pelvis_height: float
     max_gravity_z: float
-    compute_p50_ms: float
+    compute_p50_ms: float  # wall clock
     compute_p99_ms: float
+    cpu_p50_ms: float  # thread CPU time (what the criterion checks)
+    cpu_p99_ms: float
     failures: list[str]
     sim_seconds: float
     wall_seconds: float
@@ -191,6 +196,7 @@ def run_scenario(
     pushes = sorted(scenario.pushes, key=lambda p: p.t)
     next_push = 0
     compute: list[float] = []
+    cpu: list[float] = []
     fell_at: float | None = None
     min_h, max_gz = math.inf, -math.inf
     n_ticks = round(scenario.duration / CONTROL_DT)
@@ -212,9 +218,10 @@ def run_scenario(
             q=s.q.copy(),
             qd=s.qd.copy(),
         )
-        t0 = time.perf_counter()
+        cpu0, wall0_tick = time.thread_time(), time.perf_counter()
         out = backend.step(inp)
-        compute.append(time.perf_counter() - t0)
+        compute.append(time.perf_counter() - wall0_tick)
+        cpu.append(time.thread_time() - cpu0)
         pos = _policy_to_joint_command(out.target, out.target, joints.DEFAULT_POS)
         kp = _policy_to_joint_command(out.target, out.kp, kp_fill)
         kd = _policy_to_joint_command(out.target, out.kd, kd_fill)
@@ -239,6 +246,7 @@ def run_scenario(
     along = float(c0 * d[0] + s0 * d[1])
     lateral = float(-s0 * d[0] + c0 * d[1])
     comp = np.array(compute) if compute else np.zeros(1)
+    cpu_t = np.array(cpu) if cpu else np.zeros(1)
     res = Result(
         name=scenario.name,
         passed=False,
@@ -251,6 +259,8 @@ def run_scenario(
         max_gravity_z=max_gz,
         compute_p50_ms=float(np.percentile(comp, 50) * 1e3),
         compute_p99_ms=float(np.percentile(comp, 99) * 1e3),
+        cpu_p50_ms=float(np.percentile(cpu_t, 50) * 1e3),
+        cpu_p99_ms=float(np.percentile(cpu_t, 99) * 1e3),
         failures=[],
         sim_seconds=len(compute) * CONTROL_DT,
         wall_seconds=time.perf_counter() - wall0,
@@ -280,20 +290,21 @@ def check(c: Criteria, r: Result) -> list[str]:
         f.append(f"heading {r.heading:.2f} < {c.min_heading:.2f} rad")
     if c.max_drift is not None and r.drift > c.max_drift:
         f.append(f"drift {r.drift:.3f} > {c.max_drift:.3f} m")
-    if c.max_compute_p99 is not None and r.compute_p99_ms > c.max_compute_p99 * 1e3:
-        f.append(f"compute p99 {r.compute_p99_ms:.2f} > {c.max_compute_p99 * 1e3:.2f} ms")
+    if c.max_compute_p99 is not None and r.cpu_p99_ms > c.max_compute_p99 * 1e3:
+        f.append(f"compute (CPU) p99 {r.cpu_p99_ms:.2f} > {c.max_compute_p99 * 1e3:.2f} ms")
     return f
 
 
 def format_table(results: Sequence[Result]) -> str:
     head = (f"{'scenario':<22} {'ok':<4} {'fell':>6} {'along':>7} {'lat':>7} {'drift':>6} {'head':>6} "
-            f"{'minz':>5} {'p50ms':>6} {'p99ms':>6}  notes")
+            f"{'minz':>5} {'cpu50':>6} {'cpu99':>6} {'wall99':>7}  notes")
     lines = [head, "-" * len(head)]
     for r in results:
         fell = f"{r.fell_at:.2f}" if r.fell_at is not None else "-"
         lines.append(
             f"{r.name:<22} {'yes' if r.passed else 'NO':<4} {fell:>6} {r.along:7.2f} {r.lateral:7.2f} {r.drift:6.2f} "
-            f"{r.heading:6.2f} {r.min_pelvis_height:5.2f} {r.compute_p50_ms:6.2f} {r.compute_p99_ms:6.2f}  "
+            f"{r.heading:6.2f} {r.min_pelvis_height:5.2f} {r.cpu_p50_ms:6.2f} {r.cpu_p99_ms:6.2f} "
+            f"{r.compute_p99_ms:7.2f}  "
             f"{'; '.join(r.failures)}"
         )
     return "\n".join(lines)

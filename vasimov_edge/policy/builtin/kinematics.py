@@ -24,7 +24,6 @@ LEG_JOINT_SUFFIXES: tuple[str, ...] = ("hip_pitch", "hip_roll", "hip_yaw", "knee
 FOOT_BODY = "{side}_ankle_roll_link"
 FOOT_GEOM_PREFIX = "{side}_foot"  # the sheet's contact spheres: <side>_foot<k>_collision
 ROOT_BODY = "pelvis_link"
-MOMENT_LEVER = 0.02  # m; how much a sole moment "costs" relative to a force when splitting the weight
 
 Vec = NDArray[np.float64]
 
@@ -193,38 +192,6 @@ class RobotKinematics:
         mujoco.mj_jac(m, d, self._jacp, None, p, self.legs[side].foot_body)
         return (self._jcom - self._jacp) @ v
 
-    def static_torques(self, weight_left: float, data: mujoco.MjData | None = None) -> Vec:
-        """Joint torques (joint-table order, 25) that hold the configuration still against gravity.
-
-        The robot's weight is carried by the soles, ``weight_left`` of it by the left one. The sole wrenches must
-        balance the floating base (its six rows of the static equation). In single support that fixes the wrench;
-        in double support there are twelve unknowns for six equations, and the solution closest to "each foot
-        pushes straight up with its share of the weight, with no moment" is taken (moments weighted as forces at a
-        lever of ``MOMENT_LEVER``), so the feed-forward does not squeeze the legs against each other.
-        """
-        m = self.model
-        d = self.meas if data is None else data
-        d.qvel[:] = 0.0
-        mujoco.mj_rne(m, d, 0, self._bias)
-        g = self._bias
-        tau = g[self.joint_dof].copy()
-        w_left = float(np.clip(weight_left, 0.0, 1.0))
-        shares = [(s, w) for s, w in (("left", w_left), ("right", 1.0 - w_left)) if w > 1e-3]
-        jacs = []
-        for side, _ in shares:
-            p, _ = self.sole_pose(side, d)
-            mujoco.mj_jac(m, d, self._jacp, self._jacr, p, self.legs[side].foot_body)
-            jacs.append(np.vstack((self._jacp, self._jacr)))
-        weight = self.total_mass * float(-m.opt.gravity[2])
-        a = np.hstack([j[:, self.base_dofs].T for j in jacs])  # (6, 6k): base rows of J^T
-        f_nom = np.concatenate([[0.0, 0.0, w * weight, 0.0, 0.0, 0.0] for _, w in shares])
-        cov = np.tile(np.array([1.0, 1.0, 1.0, MOMENT_LEVER**2, MOMENT_LEVER**2, MOMENT_LEVER**2]), len(shares))
-        resid = g[self.base_dofs] - a @ f_nom
-        f = f_nom + cov * (a.T @ np.linalg.solve((a * cov) @ a.T, resid))
-        for i, jac in enumerate(jacs):
-            tau -= jac[:, self.joint_dof].T @ f[6 * i : 6 * i + 6]
-        return tau
-
     def contact_torques(self, loads: list[tuple[str, Vec, Vec]], data: mujoco.MjData | None = None) -> Vec:
         """Joint torques (25) that carry gravity while the soles push with the planned forces.
 
@@ -303,7 +270,8 @@ class RobotKinematics:
                 jw = jac.T * w
                 dq = np.linalg.solve(jw @ jac + eye, jw @ err)
                 # active set: a joint on its stop that the step pushes further out is frozen and the step redone
-                stuck = ((q0 <= self._leg_lo[side] + 1e-9) & (dq < 0.0)) | ((q0 >= self._leg_hi[side] - 1e-9) & (dq > 0.0))
+                low = (q0 <= self._leg_lo[side] + 1e-9) & (dq < 0.0)
+                stuck = low | ((q0 >= self._leg_hi[side] - 1e-9) & (dq > 0.0))
                 if stuck.any():
                     jac[:, stuck] = 0.0
                     jw = jac.T * w

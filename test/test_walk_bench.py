@@ -1,0 +1,138 @@
+"""The walking bench itself: scenario tables, scoring rules and the lockstep runner (with a trivial backend).
+
+The runner is exercised with the hold-pose backend so these tests pin the bench's own behaviour (settling, scoring,
+determinism) independently of how well any controller walks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, replace
+
+import numpy as np
+import pytest
+
+from vasimov import walk_bench as wb
+from vasimov_edge.policy.registry import HoldPoseBackend
+
+
+def _result(**kw: object) -> wb.Result:
+    base = dict(
+        name="x",
+        passed=False,
+        fell_at=None,
+        along=0.0,
+        lateral=0.0,
+        drift=0.0,
+        heading=0.0,
+        min_pelvis_height=0.6,
+        max_gravity_z=-0.99,
+        compute_p50_ms=0.1,
+        compute_p99_ms=0.2,
+        cpu_p50_ms=0.1,
+        cpu_p99_ms=0.2,
+        failures=[],
+        sim_seconds=1.0,
+        wall_seconds=1.0,
+    )
+    base.update(kw)
+    return wb.Result(**base)  # type: ignore[arg-type]
+
+
+def test_standard_scenarios_cover_the_issue_requirements():
+    sc = wb.standard_scenarios()
+    required = {
+        "balance_60s", "forward_0.1", "forward_0.2", "forward_0.3", "backward_0.2", "strafe_left_0.2",
+        "strafe_right_0.2", "turn_0.3", "step_in_place_60s", "random_20x3s", "push_front_80N", "push_back_100N",
+        "push_side_100N",
+    }
+    assert required <= set(sc)
+    assert sc["forward_0.3"].criteria.min_along == pytest.approx(2.4)
+    assert sc["forward_0.1"].criteria.min_along == pytest.approx(0.8)
+    assert sc["backward_0.2"].criteria.min_along == pytest.approx(-1.6)
+    assert sc["balance_60s"].criteria.max_drift == pytest.approx(0.10)
+    assert sc["push_front_80N"].pushes[0].force == (80.0, 0.0, 0.0)
+    assert all(s.criteria.max_compute_p99 == pytest.approx(2e-3) for s in sc.values())
+
+
+@pytest.mark.parametrize(
+    ("t", "expected"),
+    [(0.0, (0.0, 0.0, 0.0)), (0.99, (0.0, 0.0, 0.0)), (1.0, (0.3, 0.0, 0.0)), (5.0, (0.0, 0.1, -0.2))],
+)
+def test_command_is_piecewise_constant(t, expected):
+    s = wb.Scenario("c", 6.0, ((0.0, 0.0, 0.0, 0.0), (1.0, 0.3, 0.0, 0.0), (4.0, 0.0, 0.1, -0.2)))
+    np.testing.assert_allclose(s.command_at(t), expected)
+
+
+def test_random_commands_are_seeded_and_inside_the_envelope():
+    a = wb.random_commands(seed=3)
+    assert a == wb.random_commands(seed=3)
+    assert a != wb.random_commands(seed=4)
+    assert len(a) == 20 and a[0][0] == 0.0 and a[-1][0] == pytest.approx(57.0)
+    cmds = np.array([c[1:] for c in a])
+    assert np.all(np.abs(cmds) <= np.array(wb.ENVELOPE) + 1e-12)
+
+
+@pytest.mark.parametrize(
+    ("criteria", "result", "n_fail"),
+    [
+        (wb.Criteria(min_along=2.4), _result(along=2.5), 0),
+        (wb.Criteria(min_along=2.4), _result(along=2.3), 1),
+        (wb.Criteria(min_along=-1.6), _result(along=-1.7), 0),
+        (wb.Criteria(min_along=-1.6), _result(along=-1.5), 1),
+        (wb.Criteria(max_abs_lateral=0.3), _result(lateral=-0.31), 1),
+        (wb.Criteria(min_abs_lateral=1.5, lateral_sign=-1.0), _result(lateral=-1.6), 0),
+        (wb.Criteria(min_abs_lateral=1.5, lateral_sign=-1.0), _result(lateral=1.6), 1),
+        (wb.Criteria(min_heading=2.4), _result(heading=2.5), 0),
+        (wb.Criteria(max_drift=0.1), _result(drift=0.11), 1),
+        (wb.Criteria(), _result(fell_at=3.2), 1),
+        (wb.Criteria(), _result(cpu_p99_ms=2.5), 1),
+        (wb.Criteria(), _result(compute_p99_ms=40.0), 0),  # wall-clock tail = preemption, reported only
+        (wb.Criteria(max_compute_p99=None), _result(cpu_p99_ms=2.5), 0),
+    ],
+)
+def test_check_names_each_missed_criterion(criteria, result, n_fail):
+    assert len(wb.check(criteria, result)) == n_fail
+
+
+def _hold_pose(**_: object) -> HoldPoseBackend:
+    return HoldPoseBackend()
+
+
+def test_runner_settles_the_robot_and_scores_a_hold_pose_backend():
+    s = wb.Scenario("hold", 1.0, criteria=wb.Criteria(max_drift=0.05, max_compute_p99=None))
+    r = wb.run_scenario(s, _hold_pose)
+    assert r.fell_at is None and r.passed, r.failures
+    assert r.sim_seconds == pytest.approx(1.0)
+    assert 0.58 < r.min_pelvis_height < 0.63
+    assert r.max_gravity_z < -0.99
+    json.dumps(asdict(r))  # the JSON line the CLI prints must serialise
+
+
+def test_runner_is_deterministic():
+    s = wb.Scenario("det", 0.6, pushes=(wb.Push(0.2, (40.0, 0.0, 0.0)),), criteria=wb.Criteria(max_compute_p99=None))
+    a = wb.run_scenario(s, _hold_pose)
+    b = wb.run_scenario(s, _hold_pose)
+    assert (a.along, a.lateral, a.heading, a.min_pelvis_height) == (b.along, b.lateral, b.heading, b.min_pelvis_height)
+
+
+def test_a_push_moves_the_robot_and_a_fall_is_detected():
+    quiet = wb.run_scenario(wb.Scenario("q", 1.0, criteria=wb.Criteria(max_compute_p99=None)), _hold_pose)
+    shove = replace(wb.standard_scenarios()["push_front_80N"], duration=1.0, pushes=(wb.Push(0.1, (500.0, 0.0, 0.0)),))
+    r = wb.run_scenario(shove, _hold_pose)
+    assert r.fell_at is not None and not r.passed
+    assert r.along > quiet.along + 0.05
+    assert any("fell" in f for f in r.failures)
+    assert math.isfinite(r.heading)
+
+
+def test_table_lists_every_result():
+    text = wb.format_table([_result(name="one", passed=True), _result(name="two", fell_at=1.0, failures=["fell"])])
+    assert "one" in text and "two" in text and "NO" in text
+
+
+def test_cli_rejects_unknown_scenarios(capsys):
+    with pytest.raises(SystemExit):
+        wb.main(["no_such_scenario"])
+    assert "valid" in capsys.readouterr().err
