@@ -57,11 +57,12 @@ def test_realtime_graph_publishes_clock_and_joint_states_and_stops_cleanly(graph
 
 
 def test_sigterm_stops_every_node(graph_factory):
-    g = graph_factory("--policy", "hold")
+    g = graph_factory("--policy", "hold", "--viewer", env={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
     g.wait_started()
     wait_for(lambda: "plant ready" in g.output(), 30, "plant start")
     pids = list(g.node_pids)
     assert len(pids) >= 4
+    wait_for(lambda: "no display" in g.output(), 10, "the viewer's no-display message")
     assert g.stop(signal.SIGTERM) == 0
     assert [p for p in pids if pid_alive(p)] == [], g.output()[-2000:]
 
@@ -182,3 +183,60 @@ def test_make_run_uses_vasimov_up_with_defaults():
     out = subprocess.run(["make", "-n", "run"], capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(os.path.dirname(__file__))).stdout
     assert "vasimov up" in out
+
+
+def test_plant_watchdog_damps_when_the_edge_dies(tmp_path):
+    """Nodes started one by one (no supervisor, which would stop the graph): kill -9 the edge, and the plant
+    replaces its last motor command with damping once the command is older than command_timeout."""
+    from harness import graph_env, next_domain_id
+
+    from vasimov import launch_file
+    from vasimov.supervisor import resolve_executable
+
+    domain = next_domain_id()
+    env = graph_env(domain)
+    script = tmp_path / "s.yaml"
+    script.write_text("- {t: 0.1, cmd: stand}\n")
+    desc = launch_file.load(launch_file.share_directory("vasimov") / "launch" / "bringup.launch.yaml",
+                            {"policy": "hold", "command_script": str(script)})
+    procs = {}
+    probe = RosProbe(domain)
+    try:
+        probe.subscribe(topics.PLANT_STATE, PlantState, qos.STATE_STREAM, keep=2000)
+        probe.subscribe(topics.FIRMWARE_STATE, FirmwareState, qos.LOOP, keep=100)
+        for spec in desc.nodes:
+            if spec.name in ("plant", "edge", "policy"):
+                procs[spec.name] = subprocess.Popen([resolve_executable(spec.executable), *spec.ros_args()], env=env,
+                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: (fw := probe.last(topics.FIRMWARE_STATE)) is not None and fw.mode_name == "STAND", 30,
+                 "the edge commanding STAND")
+        wait_for(lambda: probe.last(topics.PLANT_STATE).gantry_engaged is False
+                 or np.abs(probe.last(topics.PLANT_STATE).effort).max() > 1.0, 10, "stand torques")
+        os.kill(procs["edge"].pid, signal.SIGKILL)
+        procs["edge"].wait(timeout=10)
+        killed_at = probe.last(topics.PLANT_STATE).stamp
+
+        def damped() -> bool:
+            states = probe.all(topics.PLANT_STATE)[-20:]
+            if len(states) < 20 or states[0].stamp.sec * 1e9 + states[0].stamp.nanosec <= (
+                    killed_at.sec * 1e9 + killed_at.nanosec + 0.2e9):
+                return False
+            for prev, cur in itertools.pairwise(states):
+                expected = np.clip(-2.0 * np.asarray(prev.velocity), -joints.EFFORT_LIMIT, joints.EFFORT_LIMIT)
+                if not np.allclose(cur.effort, expected, atol=1e-9):
+                    return False
+            return True
+
+        wait_for(damped, 10, "pure damping (kp 0, kd = watchdog_kd) on every joint")
+        assert procs["plant"].poll() is None, "the plant must keep running without its edge"
+    finally:
+        probe.close()
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs.values():
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
