@@ -18,9 +18,12 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", ["launch/bringup.launch.yaml"]),
         (f"share/{PACKAGE}/config", ["config/plant.yaml", "config/edge.yaml", "config/policy.yaml",
-                                     "config/sdk_bridge.yaml", "config/fastdds_localhost.xml"]),
+                                     "config/sdk_bridge.yaml", "config/fastdds_localhost.xml",
+                                     "config/foxglove_bridge.yaml", "config/foxglove_layout.json",
+                                     "config/recorder.yaml", "config/binary_stream.yaml"]),
     ],
-    install_requires=["numpy", "pyyaml", "mujoco", "onnxruntime", "protobuf", "asimov-protocol", "psutil"],
+    install_requires=["numpy", "pyyaml", "mujoco", "onnxruntime", "protobuf", "asimov-protocol", "psutil", "rosbags",
+                      "websockets"],
     entry_points={
         "console_scripts": [
             "vasimov = vasimov.cli:main",
@@ -28,6 +31,9 @@ setup(
             "edge_node = vasimov_edge.node:main",
             "policy_node = vasimov_edge.policy_node:main",
             "sdk_bridge_node = vasimov_bridge.sdk_node:main",
+            "foxglove_bridge_node = vasimov_bridge.foxglove_node:main",
+            "recorder_node = vasimov.record:main",
+            "binary_stream_node = vasimov_bridge.binary_node:main",
         ],
     },
 )

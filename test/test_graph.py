@@ -210,8 +210,8 @@ def test_plant_watchdog_damps_when_the_edge_dies(tmp_path):
                                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: (fw := probe.last(topics.FIRMWARE_STATE)) is not None and fw.mode_name == "STAND", 30,
                  "the edge commanding STAND")
-        wait_for(lambda: probe.last(topics.PLANT_STATE).gantry_engaged is False
-                 or np.abs(probe.last(topics.PLANT_STATE).effort).max() > 1.0, 10, "stand torques")
+        wait_for(lambda: (st := probe.last(topics.PLANT_STATE)) is not None
+                 and (st.gantry_engaged is False or np.abs(st.effort).max() > 1.0), 10, "stand torques")
         os.kill(procs["edge"].pid, signal.SIGKILL)
         procs["edge"].wait(timeout=10)
         killed_at = probe.last(topics.PLANT_STATE).stamp

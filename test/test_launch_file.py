@@ -15,7 +15,8 @@ LAUNCH = ROOT / "launch" / "bringup.launch.yaml"
 def test_launch_file_lists_the_four_nodes_with_config_files():
     desc = launch_file.load(LAUNCH)
     names = [n.name for n in desc.nodes]
-    assert names == ["plant", "edge", "policy", "sdk_bridge"]
+    assert names[:4] == ["plant", "edge", "policy", "sdk_bridge"]
+    assert set(names) == {"plant", "edge", "policy", "sdk_bridge", "foxglove_bridge", "binary_stream"}
     for node in desc.nodes:
         assert node.package == "vasimov"
         assert node.param_files, node.name
@@ -60,7 +61,8 @@ def _node_params(module) -> dict:
 
 @pytest.mark.parametrize("node_name,module_name", [
     ("plant", "vasimov_plant.node"), ("edge", "vasimov_edge.node"), ("policy", "vasimov_edge.policy_node"),
-    ("sdk_bridge", "vasimov_bridge.sdk_node"),
+    ("sdk_bridge", "vasimov_bridge.sdk_node"), ("foxglove_bridge", "vasimov_bridge.foxglove_node"),
+    ("binary_stream", "vasimov_bridge.binary_node"),
 ])
 def test_every_configured_parameter_is_declared_with_a_valid_value(node_name, module_name):
     import importlib
@@ -77,3 +79,17 @@ def test_every_configured_parameter_is_declared_with_a_valid_value(node_name, mo
         assert spec.description, f"{node_name}.{spec.name} has no description"
     for spec in COMMON:
         assert spec.name in declared
+
+
+def test_if_and_unless_select_nodes(tmp_path):
+    f = tmp_path / "cond.launch.yaml"
+    f.write_text(
+        "launch:\n"
+        "- arg: {name: viewer, default: 'false'}\n"
+        "- node: {pkg: vasimov, exec: a, name: a, if: $(var viewer)}\n"
+        "- node: {pkg: vasimov, exec: b, name: b, unless: $(var viewer)}\n"
+    )
+    assert [n.name for n in launch_file.load(f).nodes] == ["b"]
+    assert [n.name for n in launch_file.load(f, {"viewer": "true"}).nodes] == ["a"]
+    with pytest.raises(launch_file.LaunchFileError, match="not a boolean"):
+        launch_file.load(f, {"viewer": "maybe"})

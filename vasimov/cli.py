@@ -1,6 +1,10 @@
 """`vasimov`: the command line of the twin for pip-only users (no ros2 CLI, no ros2 launch here).
 
-    vasimov up [--lockstep --duration S] [--seed N] [--policy SPEC] [--script FILE] [--viewer] [ARG:=VALUE ...]
+    vasimov up [--lockstep --duration S] [--seed N] [--policy SPEC] [--script FILE] [--viewer] [--record DIR]
+               [ARG:=VALUE ...]
+    vasimov record DIR [--exclude REGEX] [--compression zstd|none]
+    vasimov topics [--window S]
+    vasimov echo TOPIC [--once] [--count N] [--json]
     vasimov model export DIR
     vasimov bench walk [--scenario NAME ...]
 """
@@ -51,6 +55,8 @@ def cmd_up(ns: argparse.Namespace) -> int:
         overrides["viewer"] = "true"
     try:
         desc = launch_file.load(ns.launch, overrides)
+        if ns.record is not None:
+            desc = with_recorder(desc, Path(ns.launch), overrides, Path(ns.record))
     except launch_file.LaunchFileError as exc:
         print(f"vasimov up: {exc}", file=sys.stderr)
         return 2
@@ -58,6 +64,117 @@ def cmd_up(ns: argparse.Namespace) -> int:
 
     primary = "plant" if float(desc.args.get("duration", "0") or 0) > 0 else None
     return Supervisor(desc, primary=primary).run()
+
+
+# -- recording and graph introspection (vasimov.record, vasimov.introspect) ----------------------------------------
+RECORDER_NODE = "recorder"
+
+
+def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: dict[str, str],
+                  out: Path) -> launch_file.LaunchDescription:
+    """`up --record DIR`: the launch description plus a recorder node, with `lockstep_participants` raised by one
+    (the recorder subscribes to the tick topic, so the plant must wait for it too). The recorder learns the launch
+    arguments it needs for provenance (seed, policy, time mode, launch file) as parameters."""
+    import dataclasses
+
+    import yaml
+
+    out = out.expanduser().resolve()
+    if out.exists():
+        raise launch_file.LaunchFileError(f"--record {out}: already exists; a recording never overwrites")
+    if "lockstep_participants" not in desc.args:
+        raise launch_file.LaunchFileError(f"--record: {launch} has no lockstep_participants argument to raise")
+    raised = dict(overrides, lockstep_participants=str(int(desc.args["lockstep_participants"]) + 1))
+    desc = launch_file.load(launch, raised)
+    lockstep = bool(yaml.safe_load(desc.args.get("lockstep", "false") or "false"))
+    config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
+    spec = launch_file.NodeSpec(
+        name=RECORDER_NODE, package="vasimov", executable="recorder_node",
+        param_files=(config,) if config.is_file() else (),
+        params={"output": str(out), "lockstep": lockstep,
+                "expected_nodes": ",".join(n.name for n in desc.nodes),
+                "seed": int(desc.args.get("seed", "-1") or -1), "policy": desc.args.get("policy", ""),
+                "time_mode": "lockstep" if lockstep else "realtime", "launch_file": str(launch.resolve())})
+    return dataclasses.replace(desc, nodes=(*desc.nodes, spec))
+
+
+def _ros_env() -> None:
+    """The graph's discovery settings (loopback, fast-discovery profile) for commands that join it in-process."""
+    import os
+
+    from vasimov.supervisor import graph_environment
+
+    for k, v in graph_environment().items():
+        os.environ.setdefault(k, v)
+
+
+def _param(name: str, value: object) -> list[str]:
+    """`-p name:=value` with strings YAML-quoted, so a regex such as `[ab]` stays a string."""
+    import yaml
+
+    if isinstance(value, str):
+        text = yaml.safe_dump(value, default_style="'").strip()
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    else:
+        text = str(value)
+    return ["-p", f"{name}:={text}"]
+
+
+def cmd_record(ns: argparse.Namespace) -> int:
+    out = Path(ns.dir).expanduser().resolve()
+    if out.exists():
+        print(f"vasimov record: {out} already exists; a recording never overwrites", file=sys.stderr)
+        return 2
+    _ros_env()
+    from vasimov import record
+
+    args = ["vasimov-record", "--ros-args", "-r", f"__node:={RECORDER_NODE}", *_param("output", str(out)),
+            *_param("compression", ns.compression), *_param("exclude", ns.exclude or "")]
+    config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
+    if config.is_file():
+        args[2:2] = ["--params-file", str(config)]
+    return record.main(args)
+
+
+def cmd_topics(ns: argparse.Namespace) -> int:
+    if ns.window <= 0:
+        print("vasimov topics: --window must be > 0", file=sys.stderr)
+        return 2
+    _ros_env()
+    import threading
+
+    from vasimov import introspect
+
+    stop = threading.Event()
+    restore = introspect.install_stop_signals(stop)
+    try:
+        rates = introspect.measure_topics(ns.window, stop=stop)
+    finally:
+        restore()
+    print(introspect.format_table(rates, ns.window))
+    return 0
+
+
+def cmd_echo(ns: argparse.Namespace) -> int:
+    count = 1 if ns.once else ns.count
+    if count < 0:
+        print("vasimov echo: --count must be >= 0", file=sys.stderr)
+        return 2
+    _ros_env()
+    import threading
+
+    from vasimov import introspect
+
+    stop = threading.Event()
+    restore = introspect.install_stop_signals(stop)
+    try:
+        return introspect.echo(ns.topic, count=count, as_json=ns.json, wait_s=ns.wait, stop=stop)
+    except introspect.IntrospectError as exc:
+        print(f"vasimov echo: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        restore()
 
 
 def cmd_model_export(ns: argparse.Namespace) -> int:
@@ -86,8 +203,27 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--script", help="YAML command script fed to the firmware at its ticks")
     up.add_argument("--viewer", action="store_true", help="open MuJoCo's passive viewer on the plant")
     up.add_argument("--launch", default=str(_default_launch()), help="launch file (ROS 2 YAML format)")
+    up.add_argument("--record", metavar="DIR", help="also record every topic into a rosbag2 directory (MCAP)")
     up.add_argument("launch_args", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
     up.set_defaults(func=cmd_up)
+
+    rec = sub.add_parser("record", help="record every topic of the running graph into a rosbag2 directory (MCAP)")
+    rec.add_argument("dir", help="bag directory to create (must not exist)")
+    rec.add_argument("--exclude", help="regular expression of topics not to record")
+    rec.add_argument("--compression", choices=("zstd", "none"), default="zstd", help="MCAP chunk compression")
+    rec.set_defaults(func=cmd_record)
+
+    top = sub.add_parser("topics", help="list the graph's topics with types and measured rates")
+    top.add_argument("--window", type=float, default=2.0, help="seconds to measure rates over (default 2)")
+    top.set_defaults(func=cmd_topics)
+
+    ech = sub.add_parser("echo", help="print messages of a topic (YAML-like, or JSON lines)")
+    ech.add_argument("topic")
+    ech.add_argument("--once", action="store_true", help="print one message and exit")
+    ech.add_argument("--count", type=int, default=0, help="exit after N messages (0 = until Ctrl-C)")
+    ech.add_argument("--json", action="store_true", help="one JSON object per line")
+    ech.add_argument("--wait", type=float, default=10.0, help="seconds to wait for a publisher (default 10)")
+    ech.set_defaults(func=cmd_echo)
 
     model = sub.add_parser("model", help="robot model tools")
     msub = model.add_subparsers(dest="model_command", required=True)

@@ -1,7 +1,7 @@
 """Reads ROS 2 YAML launch files (the subset VASIMOV uses) so pip-only users get the same graph as `ros2 launch`.
 
 launch/launch_ros are not installable from PyPI, so `vasimov up` interprets `launch/bringup.launch.yaml` itself:
-`arg` (name, default), `node` (pkg, exec, name, namespace, param, remap, output, args) and the substitutions
+`arg` (name, default), `node` (pkg, exec, name, namespace, param, remap, output, args, if, unless) and the substitutions
 `$(var NAME)`, `$(env NAME [default])` and `$(find-pkg-share PKG)`. Anything else is refused with a clear error
 rather than silently ignored, so the file never means one thing to `ros2 launch` and another here.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 _SUBST = re.compile(r"\$\(([a-z-]+)\s*([^)]*)\)")
-_NODE_KEYS = {"pkg", "exec", "name", "namespace", "param", "remap", "output", "args", "ros_args"}
+_NODE_KEYS = {"pkg", "exec", "name", "namespace", "param", "remap", "output", "args", "ros_args", "if", "unless"}
 _ARG_KEYS = {"name", "default", "description"}
 
 
@@ -138,12 +138,26 @@ def load(path: Path | str, overrides: dict[str, str] | None = None) -> LaunchDes
             args[name] = overrides.pop(name) if name in overrides else str(body.get("default", ""))
             descriptions[name] = str(body.get("description", ""))
         elif kind == "node":
-            nodes.append(_node(body, args, path))
+            if _condition(body, args, path):
+                nodes.append(_node(body, args, path))
         else:
             raise LaunchFileError(f"{path}: unsupported launch action {kind!r}; supported: arg, node")
     if overrides:
         raise LaunchFileError(f"unknown launch arguments {sorted(overrides)}; known: {sorted(args)}")
     return LaunchDescription(args=args, arg_descriptions=descriptions, nodes=tuple(nodes))
+
+
+def _condition(body: dict[str, Any], args: dict[str, str], path: Path) -> bool:
+    """launch's `if`/`unless`: the substituted value must read as a boolean (true/false/1/0), as in ROS 2 launch."""
+    keep = True
+    for key, want in (("if", True), ("unless", False)):
+        if key not in body:
+            continue
+        text = _substitute(str(body[key]), args).strip().lower()
+        if text not in ("true", "false", "1", "0"):
+            raise LaunchFileError(f"{path}: node {body.get('name')}: {key}: {text!r} is not a boolean")
+        keep = keep and ((text in ("true", "1")) == want)
+    return keep
 
 
 def _node(body: dict[str, Any], args: dict[str, str], path: Path) -> NodeSpec:

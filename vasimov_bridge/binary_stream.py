@@ -58,7 +58,8 @@ STATE_FIELDS: tuple[Field, ...] = (
     Field("epoch", "I", 1, "", "virtual restarts since the plant started"),
     Field("sim_time", "d", 1, "s", "simulated time of the plant state in this packet"),
     Field("error_flags", "I", 1, "", "firmware error bit field (bit 0 fault latched, bit 1+n critical alert n)"),
-    Field("ack_sequence", "I", 1, "", "sequence of the last VAC1 packet this connection had accepted (0: none)"),
+    Field("ack_sequence", "I", 1, "", "sequence of the last VAC1 packet of this connection that passed "
+          "validation and was forwarded to the firmware (0: none yet)"),
     Field("rejected", "I", 1, "", "VAC1 packets of this connection refused so far"),
     Field("base_pos", "f", 3, "m", "pelvis position, world frame (ground truth)"),
     Field("base_quat", "f", 4, "", "pelvis orientation w, x, y, z, world frame (ground truth)"),
@@ -110,6 +111,9 @@ class StateFlags(IntFlag):
     TRUTH_KNOWN = 1 << 5  # base_* fields come from ground truth; when clear they are zero
 
 
+NO_FLAGS = StateFlags(0)
+
+
 class CommandKind(IntEnum):
     """VAC1 kinds; the values equal vasimov_msgs/RobotCommand KIND_* so nothing needs a table to convert."""
 
@@ -141,7 +145,7 @@ class StateFrame:
     joint_pos: Sequence[float]
     joint_vel: Sequence[float]
     mode: int = MODE_UNKNOWN
-    flags: StateFlags = StateFlags(0)
+    flags: StateFlags = NO_FLAGS
     error_flags: int = 0
     ack_sequence: int = 0
     rejected: int = 0
@@ -167,6 +171,7 @@ class CommandPacket:
     magic: bytes = field(default=COMMAND_MAGIC)
 
 
+_F32_MAX = 3.4028234663852886e38
 _VECTORS = (("base_pos", 3), ("base_quat", 4), ("base_lin_vel", 3), ("base_ang_vel", 3), ("joint_pos", NUM_JOINTS),
             ("joint_vel", NUM_JOINTS), ("velocity_command", 3))
 
@@ -179,7 +184,11 @@ def encode_state(frame: StateFrame) -> bytes:
         v = [float(x) for x in getattr(frame, name)]
         if len(v) != n:
             raise ValueError(f"{name} has {len(v)} values, VAS1 carries {n}")
+        if not all(math.isfinite(x) and abs(x) <= _F32_MAX for x in v):
+            raise ValueError(f"{name} has a value a finite float32 cannot carry: {v}")
         values += v
+    if not math.isfinite(frame.sim_time):
+        raise ValueError(f"sim_time {frame.sim_time} is not finite")
     for name, bits in (("sequence", 32), ("epoch", 32), ("error_flags", 32), ("ack_sequence", 32), ("rejected", 32),
                        ("mode", 8), ("flags", 16), ("version", 8)):
         value = int(getattr(frame, name))

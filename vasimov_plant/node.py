@@ -26,10 +26,12 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import String
 from vasimov_msgs.msg import FootContacts, MotorCommand, PlantFault, PlantState, SimControl
 
 from vasimov import joints
 from vasimov.frames import rotate_inverse
+from vasimov.model.urdf import build_urdf
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
@@ -95,6 +97,9 @@ class PlantNode(Node):
         self.pub_odom = self.create_publisher(Odometry, topics.ODOM_TRUTH, qos.TELEMETRY)
         self.pub_feet = self.create_publisher(FootContacts, topics.FEET_TRUTH, qos.TELEMETRY)
         self.pub_fault = self.create_publisher(PlantFault, topics.PLANT_FAULT, qos.COMMANDS)
+        # the robot for viewers (Foxglove, RViz): latched, published once; link names = MuJoCo body names
+        self.pub_description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
+        self.pub_description.publish(String(data=build_urdf()))
         self.create_subscription(MotorCommand, topics.MOTOR_COMMAND, self.on_motor_command, qos.LOOP)
         self.create_subscription(SimControl, topics.SIM_CONTROL, self.on_sim_control, qos.COMMANDS)
 

@@ -1,0 +1,294 @@
+"""The binary stream node: VAS1 state out, VAC1 commands in, over one WebSocket server (see docs/binary_protocol.md).
+
+* State: at most ``rate_hz`` packets per wall second to every client, built from the newest plant state, firmware
+  state and ground-truth odometry; a packet goes out only when the plant published something new since the last one
+  (a paused or finished simulation sends nothing rather than repeating itself). A client whose socket is not
+  draining (write buffer over ``max_write_buffer``) skips packets instead of growing memory; skips are counted.
+* Commands: every binary frame is decoded by ``binary_stream.decode_command``; a valid one becomes a
+  vasimov_msgs/RobotCommand with source BINARY on ``/vasimov/command`` (the firmware's arbiter decides the rest),
+  anything else is refused, counted per reason and per connection (the client sees its own count in ``rejected``).
+
+Threads: the rclpy executor owns the ROS side; an asyncio loop in one daemon thread owns the sockets. They meet in
+two places only: the timer hands an encoded packet to the loop (``call_soon_threadsafe``) and the loop publishes
+accepted commands (rclpy publishers are thread-safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from vasimov_msgs.msg import FirmwareState, PlantState
+from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
+from websockets.asyncio.connection import broadcast
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from vasimov.commands import Rejection, RobotCommand
+from vasimov.frames import rotate
+from vasimov.ros import qos, topics
+from vasimov.ros.command_msgs import to_msg
+from vasimov.ros.convert import from_stamp
+from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.ratelog import RateLimitedLog
+from vasimov.ros.spin import run_node
+from vasimov_bridge import binary_stream as bs
+
+PARAMS: tuple[ParamSpec, ...] = (
+    *COMMON,
+    ParamSpec("bind_host", "127.0.0.1", "Address the WebSocket server binds (loopback by default)."),
+    ParamSpec("port", 8766, "WebSocket port (0 = any free port; the chosen one is logged).", min=0, max=65535),
+    ParamSpec("rate_hz", 50.0, "Most VAS1 state packets per wall second to each client.", min=1.0, max=200.0),
+    ParamSpec("max_clients", 16, "Connections beyond this are closed with code 1013 (try again later).",
+              min=1, max=1024),
+    ParamSpec("max_write_buffer", 65536, "Bytes queued to a client above which its state packets are skipped.",
+              min=1024, max=16 * 1024 * 1024),
+)
+
+#: Frames larger than this close the connection (1009) inside websockets before we see them; anything smaller that
+#: is not exactly a VAC1 packet is refused and counted here.
+MAX_FRAME = 4096
+
+_SEQ = struct.Struct("<I")
+_OFF = {f.name: o for o, _, f in bs.layout(bs.STATE_FIELDS)}
+
+
+def frame_from_messages(plant: PlantState, fw: FirmwareState | None, odom: Odometry | None) -> bs.StateFrame:
+    """The connection-independent part of a VAS1 packet (sequence/ack/rejected are filled per client).
+
+    ``fw`` must be of the plant's epoch (else None); ``odom`` None means no ground truth yet (fields zero, flag
+    clear). Odometry's twist is in the pelvis frame (its child frame); VAS1 carries world-frame velocities.
+    """
+    flags = bs.StateFlags(0)
+    if plant.gantry_engaged:
+        flags |= bs.StateFlags.GANTRY
+    mode, error_flags, vcmd = bs.MODE_UNKNOWN, 0, (0.0, 0.0, 0.0)
+    if fw is not None:
+        flags |= bs.StateFlags.FIRMWARE_KNOWN
+        mode, error_flags, vcmd = int(fw.mode), int(fw.error_flags), tuple(fw.velocity_command)
+        if fw.armed:
+            flags |= bs.StateFlags.ARMED
+        if fw.error_flags & 1:
+            flags |= bs.StateFlags.FAULT
+        if fw.policy_active:
+            flags |= bs.StateFlags.POLICY_ACTIVE
+    truth: dict[str, Any] = {}
+    if odom is not None:
+        flags |= bs.StateFlags.TRUTH_KNOWN
+        p, q = odom.pose.pose.position, odom.pose.pose.orientation
+        quat = (q.w, q.x, q.y, q.z)
+        lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
+        truth = dict(base_pos=(p.x, p.y, p.z), base_quat=quat,
+                     base_lin_vel=tuple(rotate(quat, (lin.x, lin.y, lin.z))),
+                     base_ang_vel=tuple(rotate(quat, (ang.x, ang.y, ang.z))))
+    return bs.StateFrame(sequence=0, epoch=int(plant.epoch), sim_time=from_stamp(plant.stamp),
+                         joint_pos=plant.position, joint_vel=plant.velocity, mode=mode, flags=flags,
+                         error_flags=error_flags, velocity_command=vcmd, **truth)
+
+
+@dataclass
+class _Client:
+    conn: ServerConnection
+    sequence: int = 0
+    ack_sequence: int = 0
+    rejected: int = 0
+    skipped: int = 0
+
+
+class WsStreamServer:
+    """The socket side: an asyncio WebSocket server in its own thread. No ROS in here.
+
+    ``on_packet(data)`` is called (in the server thread) for every frame a client sends and returns the command it
+    decoded or the rejection; the server keeps the per-connection feedback counters.
+    """
+
+    def __init__(self, host: str, port: int, on_packet: Callable[[bytes | str], RobotCommand | Rejection], *,
+                 max_clients: int, max_write_buffer: int) -> None:
+        self.on_packet = on_packet
+        self.max_clients = max_clients
+        self.max_write_buffer = max_write_buffer
+        self.clients: dict[int, _Client] = {}
+        self.counters: Counter[str] = Counter()
+        self.loop = asyncio.new_event_loop()
+        self._server: Server | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(host, port), name="binary-ws", daemon=True)
+        self._thread.start()
+        self._ready.wait(10.0)
+        if self._error is not None:
+            raise OSError(f"binary stream: cannot serve on {host}:{port}: {self._error}") from self._error
+        if self._server is None:
+            raise OSError(f"binary stream: server on {host}:{port} did not start within 10 s")
+        self.address: tuple[str, int] = self._server.sockets[0].getsockname()[:2]
+
+    def _run(self, host: str, port: int) -> None:
+        asyncio.set_event_loop(self.loop)
+        async def start() -> Server:
+            return await serve(self._handle, host, port, max_size=MAX_FRAME, compression=None, ping_interval=5.0,
+                               ping_timeout=5.0)
+
+        try:
+            self._server = self.loop.run_until_complete(start())
+        except OSError as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+    async def _handle(self, conn: ServerConnection) -> None:
+        if len(self.clients) >= self.max_clients:
+            self.counters["connections_refused"] += 1
+            await conn.close(1013, f"at most {self.max_clients} clients")
+            return
+        client = _Client(conn)
+        self.clients[id(conn)] = client
+        self.counters["connections"] += 1
+        try:
+            async for message in conn:
+                out = self.on_packet(message)
+                if isinstance(out, Rejection):
+                    client.rejected += 1
+                else:
+                    client.ack_sequence = out.sequence
+        except ConnectionClosed:
+            pass
+        finally:
+            self.clients.pop(id(conn), None)
+
+    def send_state(self, packet: bytes) -> None:
+        """Thread-safe: queue one encoded VAS1 packet (per-client fields zero) for every client."""
+        self.loop.call_soon_threadsafe(self._send_all, packet)
+
+    def _send_all(self, packet: bytes) -> None:
+        for client in list(self.clients.values()):
+            transport = client.conn.transport
+            if transport is None or transport.get_write_buffer_size() > self.max_write_buffer:
+                client.skipped += 1
+                self.counters["state_skipped_slow_client"] += 1
+                continue
+            client.sequence = (client.sequence + 1) & 0xFFFFFFFF
+            data = bytearray(packet)
+            _SEQ.pack_into(data, _OFF["sequence"], client.sequence)
+            _SEQ.pack_into(data, _OFF["ack_sequence"], client.ack_sequence)
+            _SEQ.pack_into(data, _OFF["rejected"], client.rejected & 0xFFFFFFFF)
+            broadcast([client.conn], bytes(data))
+            self.counters["state_sent"] += 1
+
+    def close(self) -> None:
+        if self._server is not None and self.loop.is_running():
+            async def shutdown() -> None:
+                assert self._server is not None
+                self._server.close()
+                await asyncio.wait_for(self._server.wait_closed(), 3.0)
+
+            fut = asyncio.run_coroutine_threadsafe(shutdown(), self.loop)
+            with contextlib.suppress(Exception):  # closing is best effort; the process is ending anyway
+                fut.result(timeout=5.0)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5.0)
+
+
+class BinaryStreamNode(Node):
+    def __init__(self) -> None:
+        super().__init__("binary_stream")
+        self.p = declare(self, PARAMS)
+        self.log_limited = RateLimitedLog(self.get_logger().warning)
+        self.plant: PlantState | None = None
+        self.fw: FirmwareState | None = None
+        self.odom: Odometry | None = None
+        self.fresh = False
+        self.rejections: Counter[str] = Counter()
+        self.accepted = 0
+        self.build_errors = 0
+        self.lock = threading.Lock()
+
+        self.pub_cmd = self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
+        # PLANT_STATE, not PLANT_TICK: subscribers of the tick topic count as lockstep participants.
+        self.create_subscription(PlantState, topics.PLANT_STATE, self.on_plant, qos.STATE_STREAM)
+        self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
+        self.create_subscription(Odometry, topics.ODOM_TRUTH, self.on_odom, qos.TELEMETRY)
+        self.server = WsStreamServer(self.p["bind_host"], self.p["port"], self.on_packet,
+                                     max_clients=self.p["max_clients"], max_write_buffer=self.p["max_write_buffer"])
+        self.create_timer(1.0 / self.p["rate_hz"], self.on_timer)
+        host, port = self.server.address
+        self.get_logger().info(f"binary stream ready: ws://{host}:{port} (VAS1 {bs.STATE_SIZE} B state at "
+                               f"<= {self.p['rate_hz']:g} Hz, VAC1 {bs.COMMAND_SIZE} B commands)")
+
+    def close(self) -> None:
+        self.server.close()
+        total = sum(self.rejections.values())
+        self.get_logger().info(
+            f"binary stream closed: {self.server.counters['connections']} connections, "
+            f"{self.server.counters['state_sent']} state packets sent, "
+            f"{self.server.counters['state_skipped_slow_client']} skipped for slow clients, {self.accepted} commands "
+            f"accepted, {total} refused {dict(self.rejections)}")
+
+    # -- ROS inputs (executor thread) -----------------------------------------------------------------------------
+    def on_plant(self, msg: PlantState) -> None:
+        with self.lock:
+            if self.plant is not None and msg.epoch != self.plant.epoch:
+                self.fw = None  # a new firmware life: the old mode no longer applies
+            self.plant = msg
+            self.fresh = True
+
+    def on_firmware(self, msg: FirmwareState) -> None:
+        with self.lock:
+            if self.plant is None or msg.epoch == self.plant.epoch:
+                self.fw = msg
+
+    def on_odom(self, msg: Odometry) -> None:
+        with self.lock:
+            self.odom = msg
+
+    def on_timer(self) -> None:
+        with self.lock:
+            if not self.fresh or self.plant is None:
+                return
+            self.fresh = False
+            plant, fw, odom = self.plant, self.fw, self.odom
+        if fw is not None and fw.epoch != plant.epoch:
+            fw = None
+        try:
+            packet = bs.encode_state(frame_from_messages(plant, fw, odom))
+        except ValueError as exc:  # a non-finite reading must not reach clients as a plausible packet
+            self.build_errors += 1
+            self.log_limited("build", f"state packet not sent: {exc}")
+            return
+        self.server.send_state(packet)
+
+    # -- socket input (server thread) -----------------------------------------------------------------------------
+    def on_packet(self, data: bytes | str) -> RobotCommand | Rejection:
+        out = bs.decode_command(data)
+        if isinstance(out, Rejection):
+            self.rejections[out.reason] += 1
+            self.log_limited(out.reason, f"binary command refused: {out.reason}: {out.detail} "
+                                         f"(refused so far: {sum(self.rejections.values())})")
+            return out
+        m = to_msg(out)
+        plant = self.plant
+        if plant is not None:
+            m.stamp = plant.stamp
+        self.pub_cmd.publish(m)
+        self.accepted += 1
+        return out
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node("binary_stream", BinaryStreamNode, args, config_errors=(ValueError, OSError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
