@@ -33,7 +33,7 @@ class RosProbe:
             except Exception:  # context shutting down
                 return
 
-    def subscribe(self, topic: str, msg_type: type, profile: QoSProfile = qos.TELEMETRY, keep: int = 100000) -> None:
+    def subscribe(self, topic: str, msg_type: type, profile: QoSProfile = qos.TELEMETRY, keep: int = 100000) -> Any:
         with self.lock:
             self.messages.setdefault(topic, [])
 
@@ -44,7 +44,7 @@ class RosProbe:
                 if len(buf) > keep:
                     del buf[: len(buf) - keep]
 
-        self.node.create_subscription(msg_type, topic, cb, profile)
+        return self.node.create_subscription(msg_type, topic, cb, profile)
 
     def publisher(self, topic: str, msg_type: type, profile: QoSProfile = qos.COMMANDS):
         return self.node.create_publisher(msg_type, topic, profile)

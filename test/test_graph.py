@@ -10,6 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 from harness import Graph, cmdline, http_json, http_json_when_ready, pid_alive, wait_for
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from rosprobe import RosProbe
 from sensor_msgs.msg import JointState
@@ -86,10 +87,13 @@ def _lockstep_run(tmp_path, script: str, seed: int = 1, duration: float = 6.0):
               "lockstep_participants:=3")
     probe = RosProbe(g.domain)
     try:
-        probe.subscribe(topics.PLANT_TICK, PlantState, qos.LOOP)
-        probe.subscribe(topics.FIRMWARE_STATE, FirmwareState, qos.LOOP)
-        probe.subscribe(topics.PLANT_STATE, PlantState, qos.STATE_STREAM)
-        probe.subscribe(topics.MOTOR_COMMAND, MotorCommand, qos.LOOP)
+        deep = QoSProfile(depth=100_000, reliability=ReliabilityPolicy.RELIABLE)  # a slow probe must not drop
+        subs = [probe.subscribe(topics.FIRMWARE_STATE, FirmwareState, deep),
+                probe.subscribe(topics.PLANT_STATE, PlantState, deep),
+                probe.subscribe(topics.MOTOR_COMMAND, MotorCommand, deep)]
+        # join the tick topic (which lets the plant start) only once the other readers are matched
+        wait_for(lambda: all(s.get_publisher_count() > 0 for s in subs), 60, "the probe's readers to match")
+        probe.subscribe(topics.PLANT_TICK, PlantState, deep)
         rc = g.proc.wait(timeout=180)
         assert rc == 0, g.output()[-3000:]
         expected_ticks = round(duration / 0.02) + 1

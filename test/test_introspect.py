@@ -66,6 +66,10 @@ def test_topics_and_echo_against_a_running_graph(graph_factory):
     assert 120 <= state_hz <= 230, r.stdout  # 200 Hz physics in real time (some slack for a loaded machine)
     assert 30 <= tick_hz <= 60, r.stdout  # 50 Hz control
     assert re.search(r"rates measured over 2 s", r.stdout)
+    # discovery settled before reading the graph: every plant topic is listed, latched ones without a fake rate
+    for topic in ("/clock", "/joint_states", "/imu", "/vasimov/ground_truth/feet", "/vasimov/sdk/datagrams"):
+        assert topic in rows, f"{topic} missing:\n{r.stdout}"
+    assert rows["/robot_description"][4] == "latched"
 
     r = _run("echo", "/vasimov/firmware/state", "--once", env=g.env)
     assert r.returncode == 0, r.stderr

@@ -164,7 +164,8 @@ def test_fall_latches_a_fault_refuses_stand_and_restart_recovers(graph, home):
     try:
         robot.stand(timeout=10)
         wait_for(lambda: not _firmware()["gantry_engaged"], 10, "gantry release")
-        http_json_when_ready(f"{API}/api/sim/push", {"body": "pelvis_link", "force": [0.0, 400.0, 0.0], "duration": 0.4})
+        http_json_when_ready(f"{API}/api/sim/push",
+                             {"body": "pelvis_link", "force": [0.0, 400.0, 0.0], "duration": 0.4})
         wait_for(lambda: robot.get_state().error_flags != 0, 10, "the fall latch")
         state = robot.get_state()
         assert state.error_flags & 1 and state.error_flags & (1 << 8)

@@ -23,7 +23,8 @@ def test_menlo_walk_moves_the_robot_forward_and_leaves_it_balancing():
             assert run_menlo("robots", "add", "sim", "--mode", "udp", "--udp", "127.0.0.1", home=home).returncode == 0
             r = run_menlo("stand", "-y", home=home)
             assert r.returncode == 0, r.stdout + r.stderr
-            wait_for(lambda: not http_json_when_ready(f"{API}/api/sim/firmware")["gantry_engaged"], 10, "gantry release")
+            wait_for(lambda: not http_json_when_ready(f"{API}/api/sim/firmware")["gantry_engaged"], 10,
+                     "gantry release")
             r = run_menlo("balance", "-y", home=home)
             assert r.returncode == 0, r.stdout + r.stderr
             start = http_json(f"{API}/api/sim/truth")

@@ -199,8 +199,10 @@ class RecordSummary:
 
     def report(self) -> str:
         """Human summary for the log: one line per topic and the totals that matter (drops first)."""
+        payload = sum(t.bytes for t in self.topics)
         lines = [f"bag {self.path}: {self.written} messages on {len(self.topics)} topics, {self.dropped} dropped, "
-                 f"{self.bag_bytes / 1e6:.2f} MB, queue high-water {self.queue_high_water}/{self.queue_capacity}"]
+                 f"{self.bag_bytes / 1e6:.2f} MB on disk ({payload / 1e6:.2f} MB of messages), queue high-water "
+                 f"{self.queue_high_water}/{self.queue_capacity}"]
         if self.writer_error:
             lines.append(f"  WRITER FAILED: {self.writer_error}")
         for t in sorted(self.topics, key=lambda s: s.topic):

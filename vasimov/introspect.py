@@ -27,9 +27,12 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
-#: How long `topics`/`echo` let DDS discovery run before reading the graph (the fast-discovery profile announces
-#: every 50 ms; a second is generous on a loaded machine).
+#: `topics` reads the graph once discovery has settled: at least DISCOVERY_S, then until the set of topics and their
+#: publisher counts has not changed for DISCOVERY_QUIET_S, at most DISCOVERY_MAX_S (a fresh participant learns the
+#: endpoints of a busy seven-node graph over a second or two; there is no "discovery complete" event in DDS).
 DISCOVERY_S = 1.0
+DISCOVERY_QUIET_S = 0.75
+DISCOVERY_MAX_S = 6.0
 
 
 class IntrospectError(ValueError):
@@ -152,6 +155,7 @@ class TopicRate:
     first: float | None = None
     last: float | None = None
     note: str = ""
+    latched: bool = False  # transient-local: history arrives as a burst on subscribing, so no rate is claimed
 
     def tick(self, n: int) -> None:
         now = time.monotonic()
@@ -171,11 +175,13 @@ class TopicRate:
 def format_table(rates: Sequence[TopicRate], window_s: float) -> str:
     rows = [("TOPIC", "TYPE", "PUB", "SUB", "RATE_HZ", "MSGS", "AVG_BYTES")]
     for r in sorted(rates, key=lambda r: r.topic):
-        hz = r.rate_hz
-        if hz is not None:
+        hz = None if r.latched else r.rate_hz
+        if r.latched:
+            rate = "latched"
+        elif hz is not None:
             rate = f"{hz:.1f}"
         elif r.count == 1:
-            rate = "1 msg"  # latched, or just slower than the window
+            rate = "1 msg"  # slower than the window
         else:
             rate = r.note or "-"
         avg = f"{r.nbytes / r.count:.0f}" if r.count else "-"
@@ -216,12 +222,28 @@ class _Session:
             rclpy.shutdown(context=self.context)
 
 
-def measure_topics(window_s: float = 2.0, domain: int | None = None, discovery_s: float = DISCOVERY_S,
-                   stop: threading.Event | None = None) -> list[TopicRate]:
+def settle_discovery(node: Node, stop: threading.Event, min_s: float = DISCOVERY_S,
+                     quiet_s: float = DISCOVERY_QUIET_S, max_s: float = DISCOVERY_MAX_S) -> None:
+    """Return once the graph's topics (names, types, publisher counts) stopped changing; see DISCOVERY_*."""
+    t0 = time.monotonic()
+    last, since = None, t0
+    while not stop.is_set():
+        now = time.monotonic()
+        view = sorted((t, tuple(ty), node.count_publishers(t)) for t, ty in node.get_topic_names_and_types())
+        if view != last:
+            last, since = view, now
+        if now - t0 >= max_s or (now - t0 >= min_s and now - since >= quiet_s):
+            return
+        stop.wait(0.1)
+
+
+def measure_topics(window_s: float = 2.0, domain: int | None = None, stop: threading.Event | None = None
+                   ) -> list[TopicRate]:
     """Every topic of the graph with its types, endpoint counts and a rate measured over ``window_s``."""
+    stop = stop or threading.Event()
     s = _Session("vasimov_topics", domain)
     try:
-        time.sleep(discovery_s)  # discovery has no completion event; this is the documented settle time
+        settle_discovery(s.node, stop)
         rates: list[TopicRate] = []
         for topic, types in s.node.get_topic_names_and_types():
             r = TopicRate(topic, list(types), s.node.count_publishers(topic), s.node.count_subscribers(topic))
@@ -234,9 +256,10 @@ def measure_topics(window_s: float = 2.0, domain: int | None = None, discovery_s
             except IntrospectError:
                 r.note = "type not importable"
                 continue
-            s.node.create_subscription(cls, topic, lambda raw, r=r: r.tick(len(raw)),
-                                       adapted_qos(s.node, topic, 1000), raw=True)
-        (stop or threading.Event()).wait(window_s)
+            profile = adapted_qos(s.node, topic, 1000)
+            r.latched = profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+            s.node.create_subscription(cls, topic, lambda raw, r=r: r.tick(len(raw)), profile, raw=True)
+        stop.wait(window_s)
         return rates
     finally:
         s.close()

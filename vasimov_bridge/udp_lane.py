@@ -147,9 +147,11 @@ class UdpLane:
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg.recv_buffer_bytes)
             rx.bind((cfg.command_bind[0], int(cfg.command_bind[1])))
             rx.settimeout(cfg.poll_s)
-            # A connected send socket: the kernel filters nothing we need, and a missing listener shows up as
-            # ECONNREFUSED (counted) instead of vanishing, which makes "nobody is listening" observable.
-            tx.connect(dest)
+            # An unconnected send socket (sendto): on a connected UDP socket Linux turns the ICMP port-unreachable
+            # for frame n into ECONNREFUSED on send n+1, which would drop every second frame while no SDK listens;
+            # the robot streams regardless of listeners, and so does this. Bound up front so the source address
+            # is known (and stable) before the first frame.
+            tx.bind((cfg.command_bind[0], 0))
             tx.setblocking(False)
         except OSError:
             rx.close()
@@ -211,7 +213,7 @@ class UdpLane:
             self.stats.add("tx_dropped_closed")
             return False
         try:
-            tx.send(data)
+            tx.sendto(data, self._dest)
         except OSError as exc:
             reason = {
                 errno.EAGAIN: "tx_dropped_would_block",

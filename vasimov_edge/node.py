@@ -20,6 +20,7 @@ from vasimov.commands import CommandSource, Rejection, RobotCommand, VelocityCom
 from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import from_msg
+from vasimov.ros.lockstep import subscribe_when_ready
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
@@ -66,8 +67,12 @@ class EdgeNode(Node):
 
         self.pub_cmd = self.create_publisher(MotorCommand, topics.MOTOR_COMMAND, qos.LOOP)
         self.pub_state = self.create_publisher(FirmwareState, topics.FIRMWARE_STATE, qos.LOOP)
-        self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)
-        self.create_subscription(PolicyStep, topics.POLICY_STEP, self.on_policy, qos.LOOP)
+        sub_policy = self.create_subscription(PolicyStep, topics.POLICY_STEP, self.on_policy, qos.LOOP)
+        subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
+        if self.lockstep:
+            subscribe_when_ready(self, [sub_policy], subscribe_tick)
+        else:
+            subscribe_tick()
         self.create_subscription(RobotCommandMsg, topics.ROBOT_COMMAND, self.on_command, qos.COMMANDS)
         self.create_subscription(Twist, topics.CMD_VEL, self.on_cmd_vel, qos.COMMANDS)
         self.m_cmd = MotorCommand()

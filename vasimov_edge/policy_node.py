@@ -17,6 +17,7 @@ from vasimov_msgs.msg import FirmwareState, PlantState, PolicyStep
 from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import from_stamp
+from vasimov.ros.lockstep import subscribe_when_ready
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
 from vasimov.tick_sync import TickSync
@@ -43,8 +44,12 @@ class PolicyNode(Node):
         self.was_active = False
         self.pending: list[PlantState] = []
         self.pub = self.create_publisher(PolicyStep, topics.POLICY_STEP, qos.LOOP)
-        self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)
-        self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
+        sub_fw = self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
+        subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
+        if self.lockstep:
+            subscribe_when_ready(self, [sub_fw], subscribe_tick)
+        else:
+            subscribe_tick()
         self.m = PolicyStep()
         self.m.backend = self.backend.name
         self.get_logger().info(f"policy runner ready: backend {self.backend.name}")

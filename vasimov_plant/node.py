@@ -59,6 +59,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               "(assumed envelope)."),
 )
 
+LOCKSTEP_NODES = frozenset({"edge", "policy"})  # the closed loop's participants (node names in the launch file)
 EXIT_PHYSICS_FAULT = 3
 EXIT_LOCKSTEP_STALL = 4
 
@@ -288,7 +289,12 @@ class PlantNode(Node):
                 and time.monotonic() - self.awaiting_since > self.p["lockstep_timeout"])
 
     def participants_ready(self) -> bool:
-        return (self.pub_tick.get_subscription_count() >= self.p["lockstep_participants"]
+        """The edge and the policy runner (by node name) and enough readers in all read the tick topic, and the
+        edge's answer topic has a publisher. Participants join the tick topic only once their other inputs are
+        matched (vasimov.ros.lockstep), so this is a readiness check, not only a count."""
+        readers = {info.node_name for info in self.get_subscriptions_info_by_topic(topics.PLANT_TICK)}
+        return (readers >= LOCKSTEP_NODES
+                and self.pub_tick.get_subscription_count() >= self.p["lockstep_participants"]
                 and self.count_publishers(topics.MOTOR_COMMAND) >= 1)
 
     def realtime_loop(self, stop: threading.Event) -> None:

@@ -1,26 +1,31 @@
 """The built-in model-based walker: balance and walking from IMU + encoders + command, no learned weights.
 
 Why this shape. Asimov 1's feet are 4-5.6 cm wide with +/-0.1 rad of ankle roll and only 0.05 rad of ankle
-dorsiflexion left at the stand pose, and the policy interface gives no force sensing. A stiff position-controlled
-walker that tracks a ZMP-preview COM path (the first probe's method) has no margin: the real centre of pressure
-sits on a sole edge within a step, the foot pivots on one corner, loses its yaw friction and spins. So:
+dorsiflexion left at the stand pose, and the policy interface gives no force sensing. Each foot touches the floor
+with four small spheres; as long as all four carry load the sole resists ~17 N*m of yaw, but once the pressure
+sits on the two toe or two heel spheres that drops to ~5 N*m and on one sphere to nothing, and the foot spins
+(``contact_yaw`` measurements in the report). So the one rule everything here serves: **keep the stance sole flat
+and the centre of pressure inside it.**
 
-* **Standing** (zero command): stiff ankles hold the COM over the feet; a ZMP-preview reference plus
-  capture-point feedback (the COM command moves against the DCM error, so the stiff joints shift the pressure
-  the right way) rejects pushes.
-* **Walking**: the stance ankle is made nearly free (low gains) and carries only a feed-forward torque that puts
-  the pressure at the sole centre, so the robot is an inverted pendulum on a known pivot and nothing asks the
-  narrow foot for a moment it cannot give. Balance is by **foot placement**: every tick the divergent component
-  of motion (DCM) is measured relative to the pivot, predicted to touchdown, and the swing foot is sent where
-  the DCM must sit at the start of the next step for the commanded velocity (linear-inverted-pendulum orbit).
-  The stance leg only keeps the pelvis height and the torso upright (IMU feedback through the stance hip).
-* The swing foot is placed from the *measured* pelvis (own kinematic model: IMU attitude + encoders), follows a
-  lift curve driven through the ankle point (the foot may pitch toes-down when the ankle stop is reached), and
-  gets inverse-dynamics feed-forward so it lands where it was sent.
+* **Stiff position control of a planned COM path** (the first probe's method, which walked): a ZMP-preview
+  controller turns the footstep plan into a COM path whose ZMP stays on the sole; whole-body IK puts the pelvis
+  where that COM must be; gravity and the planned ground force are fed forward through the planned ZMP.
+* **The plan follows the body** (``ref_pull``): each tick the preview's reference state is pulled a little toward
+  the estimated COM state. A pure open-loop plan drifts from the robot by a few centimetres per step (landing
+  errors) until it asks for a CoP behind the heel; the pull keeps the planned ZMP reachable.
+* **Capture-point feedback** on top (``walk_dcm_gain``/``stand_dcm_gain``): the COM command moves against the
+  divergent-component error, so the stiff joints shift the pressure the right way. Standing pushes are rejected
+  this way without a step.
+* **Swing foot**: lifted first, moved, set down (min-jerk pieces), steered through the point below the ankle so the
+  foot pitches toe-down only as far as the ankle's dorsiflexion stop forces it, with a swing IK whose pitch has a
+  small but real weight (a near-zero weight let the IK jump between solutions at 30 rad/s). A learned landing
+  offset removes the repeatable few centimetres the PD-tracked leg lands long.
+* **Heading**: once per step the next foothold turns by a clipped fraction of the heading error; the hips never
+  fight the sole for yaw.
 
-Everything is computed from what the real robot's policy gets (IMU, encoders, command) plus the controller's
-own copy of the model (``kinematics.RobotKinematics``). Odometry: the stance sole is assumed fixed on flat
-ground; each new foothold is measured at touchdown.
+Everything is computed from what the real robot's policy gets (IMU, encoders, command) plus the controller's own
+copy of the model (``kinematics.RobotKinematics``). Odometry: the stance sole is assumed fixed on flat ground;
+each new foothold is measured at the end of its double support, when it rests flat.
 """
 
 from __future__ import annotations
@@ -36,13 +41,7 @@ from numpy.typing import NDArray
 
 from vasimov import joints
 from vasimov_edge.policy.builtin.config import ControllerConfig
-from vasimov_edge.policy.builtin.kinematics import (
-    SIDES,
-    RobotKinematics,
-    roll_pitch_yaw,
-    rot_log,
-    yaw_rotation,
-)
+from vasimov_edge.policy.builtin.kinematics import SIDES, RobotKinematics, roll_pitch_yaw, yaw_rotation
 from vasimov_edge.policy.builtin.preview import GRAVITY, PreviewController, preview_gains
 from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
 
@@ -51,14 +50,17 @@ Vec = NDArray[np.float64]
 OTHER = {"left": "right", "right": "left"}
 SIGN = {"left": 1.0, "right": -1.0}  # lateral side of each foot in the robot frame
 COM_ABOVE_PELVIS = 0.017  # m; the stand-pose COM sits this far above the pelvis origin
-MAX_COM_SHIFT = 0.05  # m; clamp of the standing capture-point correction
+MAX_COM_SHIFT = 0.05  # m; clamp of the capture-point correction of the COM command
+MAX_HEADING_LEAD = 0.3  # rad; the integrated heading command may lead the measured heading by at most this
+MAX_LEG_RATE_FF = 5.0  # rad/s; clip of the stance-leg rate feed-forward (finite differences of IK solutions)
+LANDING_BIAS_LIMIT = 0.05  # m; the learned landing offset never exceeds this per axis
+BACKWARD_BLEND_SPEED = 0.1  # m/s of backward command over which the ZMP offset moves to its backward value
 
 _WAIST = "waist_yaw_joint"
 
 
 class Mode(enum.Enum):
     STAND = "stand"
-    PRELUDE = "prelude"  # stiff weight shift onto the first stance foot
     WALK = "walk"
 
 
@@ -76,14 +78,15 @@ def _rot_exp(v: Vec) -> Vec:
     return np.eye(3) + math.sin(a) * kx + (1.0 - math.cos(a)) * (kx @ kx)
 
 
-def _rot_blend(Ra: Vec, Rb: Vec, w: float) -> Vec:
-    """Rotation a fraction ``w`` of the way from ``Ra`` to ``Rb`` (geodesic)."""
-    return Ra @ _rot_exp(rot_log(Ra.T @ Rb) * w)
-
-
 def _rot2(yaw: float) -> Vec:
     c, s = math.cos(yaw), math.sin(yaw)
     return np.array([[c, -s], [s, c]])
+
+
+def _min_jerk(u: float) -> float:
+    """0 -> 1 with zero rate and acceleration at both ends; ``u`` is clipped to [0, 1]."""
+    u = min(max(u, 0.0), 1.0)
+    return u * u * u * (10.0 + u * (-15.0 + 6.0 * u))
 
 
 @dataclass
@@ -123,6 +126,8 @@ class Telemetry:
     com: Vec = field(default_factory=lambda: np.zeros(3))
     dcm: Vec = field(default_factory=lambda: np.zeros(2))
     dcm_error: Vec = field(default_factory=lambda: np.zeros(2))
+    com_ref: Vec = field(default_factory=lambda: np.zeros(2))
+    zmp_ref: Vec = field(default_factory=lambda: np.zeros(2))
     steps: int = 0
     compute_s: float = 0.0
 
@@ -143,7 +148,7 @@ class BuiltinController:
         )
         self._p2j = joints.POLICY_TO_JOINT
         self._leg = {s: list(self.kin.legs[s].joint) for s in SIDES}
-        self._ankle = {s: (self.kin.legs[s].joint[4], self.kin.legs[s].joint[5]) for s in SIDES}
+        self._shoulder = {s: joints.joint_index(f"{s}_shoulder_pitch_joint") for s in SIDES}
         self._waist = joints.joint_index(_WAIST)
         self._kp0, self._kd0 = self._gain_tables()
         self._hip, self._max_reach = self._leg_reach()
@@ -151,7 +156,7 @@ class BuiltinController:
         w[4] = cfg.swing_pitch_weight  # rotation about the pelvis y axis: the swing foot may pitch
         self._swing_weights = w
         self._swing_point = {s: np.array([cfg.swing_point_x, 0.0, self.kin.legs[s].sole_offset[2]]) for s in SIDES}
-        self._pivot_local = np.array([cfg.cop_x_offset, 0.0])
+        self._zmp_local = np.array([cfg.zmp_x_offset, 0.0])
         self.telemetry = Telemetry()
         self.reset()
 
@@ -193,34 +198,37 @@ class BuiltinController:
     def reset(self) -> None:
         """Forget the gait; the next active tick re-anchors odometry on the measured stance."""
         self._initialized = False
+        self._preview_reset = True
         self.mode = Mode.STAND
         self.feet: dict[str, FootPose] = {}
         self.stance = "left"
-        self.tick = 0  # ticks into the current step (walk) or prelude
+        self.tick = 0  # ticks into the current step (after this tick's increment: the tick the targets are for)
+        self.step_ticks_now = self.cfg.step_ticks
+        self.ds_now = self.cfg.ds_ticks
+        self.zmp_from = np.zeros(2)
         self.swing_from: FootPose | None = None
         self.swing_target: FootPose | None = None
+        self.nominal_target: FootPose | None = None
         self.cmd = np.zeros(3)
         self._cmd_nonzero = False
         self.heading = 0.0
         self.zero_steps = 0
         self.final_step = False
-        self.recovery_steps = 0
         self.steps = 0
-        self._landed = False
-        self._land_bias = np.zeros(2)
         self._v_est: Vec | None = None
-        self._height = self.cfg.pelvis_height
-        self._cop: Vec | None = None
-        self._preview_needs_reset = True
-        self._planned_target: FootPose | None = None
-        self._swing_hist: tuple[str, Vec] | None = None
-        self._swing_q: tuple[str, Vec | None, Vec, Vec] | None = None
+        self._height = self.cfg.stand_pelvis_height
+        self._stand_from = np.zeros(2)
+        self._stand_ticks = 10**6
+        self._q_prev: Vec | None = None
+        self._swing_q: tuple[str, Vec, Vec] | None = None
+        self._land_bias = {s: np.zeros(2) for s in SIDES}  # per foot: the legs are not mirror images in practice
+        self._landed_target: Vec | None = None
         self.kin.ik_set_posture(joints.DEFAULT_POS)
         self.telemetry = Telemetry()
 
     # ------------------------------------------------------------------ main tick
     def step(self, inp: PolicyInput) -> PolicyOutput:
-        """One 50 Hz tick: estimate, gait logic, pelvis/foot targets, IK, motor commands."""
+        """One 50 Hz tick: estimate, gait logic, preview, IK, motor commands."""
         t0 = time.perf_counter()
         if not inp.active:
             self.reset()
@@ -230,50 +238,71 @@ class BuiltinController:
         cfg = self.cfg
         est = self._estimate(inp)
         self._slew_command(np.asarray(inp.command, dtype=np.float64))
-        self._advance_heading(est.rpy[2])
+        self._update_zmp_local()
+        self.heading += self.cmd[2] * cfg.control_dt
+        self.heading = est.rpy[2] + float(np.clip(_wrap(self.heading - est.rpy[2]), -MAX_HEADING_LEAD,
+                                                  MAX_HEADING_LEAD))
 
         if self.mode is Mode.STAND:
             self._stand_transitions(est)
-        if self.mode is Mode.PRELUDE:
-            self._prelude_tick(est)
         if self.mode is Mode.WALK:
             self._walk_tick(est)
 
-        kp, kd = self._kp0.copy(), self._kd0.copy()
+        horizon = self._zmp_horizon()
+        if self.mode is Mode.WALK and cfg.ref_pull > 0.0:
+            ref = self.preview.state
+            ref[0] += cfg.ref_pull * (est.com[:2] - ref[0])
+            ref[1] += cfg.ref_pull * (est.comv[:2] - ref[1])
+        state = self.preview.step(horizon)
+        err = est.dcm - (state[0] + state[1] / self.omega)
+        gain = np.array(cfg.walk_dcm_gain if self.mode is Mode.WALK else cfg.stand_dcm_gain)
+        com_cmd = state[0] - np.clip(gain * err, -MAX_COM_SHIFT, MAX_COM_SHIFT)
+        zmp = self.preview.zmp()
+        loads = self._loads(est, zmp, state[2])
         if self.mode is Mode.WALK:
-            com_xy, loads = est.base[:2], self._walk_loads(est)
-            for s in self._loaded_feet():
-                kp[list(self._ankle[s])] = cfg.stance_ankle_kp
-                kd[list(self._ankle[s])] = cfg.stance_ankle_kd
-            for s in SIDES:
-                if self._in_swing(s):
-                    # stiff while the leg folds and unfolds, soft for the landing so an early touchdown does not
-                    # push the body up (the ground is only known to a centimetre)
-                    phase = (self.tick - cfg.ds_ticks) / cfg.ss_ticks
-                    soft = min(1.0, max(0.0, (phase - 0.7) / 0.3))
-                    kp[self._leg[s][:4]] = (1.0 - soft) * cfg.swing_kp + soft * cfg.landing_kp
-            pelvis_xy = est.base[:2]
-        else:
-            com_xy, loads = self._stand_reference(est)
-            pelvis_xy = None
-        q_des = self._whole_body_ik(est, com_xy, pelvis_xy)
-        tau = np.zeros(joints.NUM_JOINTS)
-        if cfg.gravity_ff:
-            tau += self.kin.contact_torques(loads)
-        self._swing_feedforward(tau)
-        # yaw damping through the waist: torque on the torso in the direction the pelvis spins is the opposite
-        # torque on the pelvis, which the stance sole's few contact points cannot always supply
-        tau[self._waist] += cfg.waist_yaw_damping * est.gyro[2]
+            self._adjust_step(err)
+
+        q_des = self._whole_body_ik(est, com_cmd)
+        kp, kd = self._kp0.copy(), self._kd0.copy()
+        if self._swing_q is not None:
+            idx = self._leg[self._swing_q[0]]
+            kp[idx], kd[idx] = cfg.swing_kp, cfg.swing_kd
+        if self.mode is Mode.WALK and self.tick > self.ds_now and cfg.stance_hip_yaw_kp is not None:
+            hy = self._leg[self.stance][2]
+            kp[hy], kd[hy] = cfg.stance_hip_yaw_kp, cfg.stance_hip_yaw_kd
+        tau = self.kin.contact_torques(loads) if cfg.gravity_ff else np.zeros(joints.NUM_JOINTS)
+        self._rate_feedforward(q_des, tau, kd)
+        self._q_prev = q_des.copy()
 
         tel = self.telemetry
         tel.mode = self.mode.value
-        tel.stance = self.stance if self.mode is not Mode.STAND else "both"
+        tel.stance = self.stance if self.mode is Mode.WALK else "both"
         tel.com = est.com
         tel.dcm = est.dcm
+        tel.dcm_error = err
+        tel.com_ref = state[0].copy()
+        tel.zmp_ref = zmp.copy()
         tel.steps = self.steps
         out = self._output(q_des, tau, kp, kd)
         tel.compute_s = time.perf_counter() - t0
         return out
+
+    def _rate_feedforward(self, q_des: Vec, tau: Vec, kd: Vec) -> None:
+        """``kd * qd_des`` on the legs (the plant's damping term targets zero rate); the swing leg also gets its own
+        gravity and rate-dependent torques along the planned curve, one tick ahead, instead of the support load."""
+        cfg = self.cfg
+        if not cfg.velocity_ff or self._q_prev is None:
+            return
+        swing = self._swing_q
+        for s in SIDES:
+            idx = self._leg[s]
+            if swing is not None and swing[0] == s:
+                _, q_now, q_next = swing
+                qd = (q_next - q_now) / cfg.control_dt
+                tau[idx] = self.kin.leg_inverse_dynamics(s, qd, np.zeros(6)) + kd[idx] * qd
+            else:
+                qd = (q_des[idx] - self._q_prev[idx]) / cfg.control_dt
+                tau[idx] += kd[idx] * np.clip(qd, -MAX_LEG_RATE_FF, MAX_LEG_RATE_FF)
 
     def _output(self, q_des: Vec, tau: Vec, kp: Vec, kd: Vec) -> PolicyOutput:
         p2j = self._p2j
@@ -296,76 +325,53 @@ class BuiltinController:
         com_rel = kin.com()
         if not self._initialized:
             self._initialize(sole, roll_pitch_yaw(R)[2], q)
-        anchors = self._anchor_weights()
         base = np.zeros(3)
         comv = np.zeros(3)
-        for s, w in anchors.items():
+        for s, w in self._anchor_weights().items():
             base += w * (self.feet[s].pos - sole[s][0])
             comv += w * kin.com_velocity_rel_sole(s, gyro, qd)
         com = base + com_rel
-        comv = self._filter_velocity(com, comv)
-        return Estimate(
-            R=R,
-            rpy=roll_pitch_yaw(R),
-            sole=sole,
-            base=base,
-            com=com,
-            comv=comv,
-            dcm=com[:2] + comv[:2] / self.omega,
-            gyro=gyro,
-        )
+        comv = self._filter_velocity(comv)
+        return Estimate(R=R, rpy=roll_pitch_yaw(R), sole=sole, base=base, com=com, comv=comv,
+                        dcm=com[:2] + comv[:2] / self.omega, gyro=gyro)
 
     def _initialize(self, sole: dict[str, tuple[Vec, Vec]], yaw: float, q: Vec) -> None:
-        ground = -min(sole[s][0][2] for s in SIDES)
         for s in SIDES:
             p, Rs = sole[s]
             pos = p.copy()
             pos[2] = 0.0
             self.feet[s] = FootPose(pos, float(math.atan2(Rs[1, 0], Rs[0, 0])))
-        self._height = ground
+        self._height = -min(sole[s][0][2] for s in SIDES)
         self.heading = yaw
         self.kin.ik_set_posture(q)
         self._initialized = True
-        self.preview.reset(np.zeros(2))
-        self._preview_needs_reset = True
+        self._preview_reset = True
 
-    def _filter_velocity(self, com: Vec, v_meas: Vec) -> Vec:
-        """COM velocity: pendulum prediction corrected by the kinematic measurement, innovation-limited.
+    def _filter_velocity(self, v_meas: Vec) -> Vec:
+        """COM velocity: the planned acceleration's prediction corrected by the kinematic measurement.
 
-        The kinematic rate assumes the anchor sole is still; when it rocks onto a heel or toe the measurement
-        jumps for a tick or two. The linear-inverted-pendulum prediction (``c_ddot = w^2 (c - cop)`` about the
-        last pressure point) carries the estimate through such ticks.
+        The kinematic rate assumes the anchor sole is still; when it rocks onto a heel or toe the measurement jumps
+        for a tick or two, so each tick's correction is limited.
         """
         cfg = self.cfg
         v = v_meas.copy()
         if self._v_est is not None:
             pred = self._v_est.copy()
-            if self.mode is Mode.WALK and self._cop is not None:
-                pred[:2] += cfg.control_dt * self.omega**2 * (com[:2] - self._cop)
+            pred[:2] += cfg.control_dt * self.preview.state[2]
             innov = np.clip(v_meas - pred, -cfg.velocity_innovation_limit, cfg.velocity_innovation_limit)
             v = pred + cfg.velocity_filter_gain * innov
         self._v_est = v.copy()
         return v
 
     def _anchor_weights(self) -> dict[str, float]:
-        """Which planted soles anchor the odometry this tick.
-
-        Both when standing; the stance foot when walking -- except during the double support right after a
-        touchdown, when the new foot may still be sliding or rocking from the impact and the old stance foot is
-        the one that is known to be still (anchoring on the landing foot gave 1.5 m/s COM-velocity spikes).
-        """
+        """Which planted soles anchor the odometry: both standing; while walking the stance foot, except in the
+        double support after a touchdown, where the old stance foot is the one known to be still."""
         if self.mode is Mode.WALK:
-            if self._landed and self.tick < self.cfg.ds_ticks:
+            if self.tick < self.ds_now and self.steps > 0:
                 return {OTHER[self.stance]: 1.0}
             return {self.stance: 1.0}
         return {"left": 0.5, "right": 0.5}
 
-    def _loaded_feet(self) -> list[str]:
-        if self.mode is Mode.WALK and self.tick < self.cfg.ds_ticks and self._landed:
-            return list(SIDES)
-        return [self.stance]
-
-    # ------------------------------------------------------------------ command and heading
     def _slew_command(self, raw: Vec) -> None:
         cfg = self.cfg
         dead = np.array(cfg.command_deadband)
@@ -374,77 +380,237 @@ class BuiltinController:
         self.cmd = self.cmd + np.clip(target - self.cmd, -rate, rate)
         self._cmd_nonzero = bool(np.any(np.abs(target) >= dead))
 
-    def _advance_heading(self, yaw_meas: float) -> None:
-        """Integrate the commanded yaw rate into a desired heading, leashed to the measured one."""
-        self.heading += self.cmd[2] * self.cfg.control_dt
-        self.heading = yaw_meas + float(np.clip(_wrap(self.heading - yaw_meas), -0.3, 0.3))
+    def _walking_wanted(self) -> bool:
+        return self._cmd_nonzero or self.cfg.step_in_place
 
-    # ------------------------------------------------------------------ standing and prelude
+    # ------------------------------------------------------------------ footstep plan and ZMP reference
+    def _zmp_point(self, foot: FootPose) -> Vec:
+        return foot.pos[:2] + _rot2(foot.yaw) @ self._zmp_local
+
+    def _update_zmp_local(self) -> None:
+        """Where on the sole the walking ZMP sits: ahead of the centre walking forward, further back walking backward
+        (the pressure must stay off the sole end the body is moving toward)."""
+        cfg = self.cfg
+        a = min(1.0, max(0.0, -self.cmd[0] / BACKWARD_BLEND_SPEED))
+        self._zmp_local[0] = (1.0 - a) * cfg.zmp_x_offset + a * cfg.zmp_x_offset_backward
+
     def _stand_point(self) -> Vec:
         left, right = self.feet["left"], self.feet["right"]
         mid = 0.5 * (left.pos[:2] + right.pos[:2])
         yaw = right.yaw + 0.5 * _wrap(left.yaw - right.yaw)
         return mid + _rot2(yaw) @ np.array([self.cfg.com_x_offset, 0.0])
 
-    def _pivot(self, side: str) -> Vec:
-        foot = self.feet[side]
-        return foot.pos[:2] + _rot2(foot.yaw) @ self._pivot_local
-
-    def _stand_transitions(self, est: Estimate) -> None:
+    def _width(self) -> float:
+        """Step width, widened while strafing so the trailing (closing) step keeps ``min_step_width``."""
         cfg = self.cfg
-        if self._preview_needs_reset:
-            self.preview.reset(est.com[:2], est.comv[:2])
-            self._preview_needs_reset = False
-        err = est.dcm - self._stand_point()
-        rel = _rot2(self.heading).T @ err
-        if np.any(np.abs(rel) > np.array(cfg.recovery_dcm)):
-            # a push the ankles cannot absorb: step now, with the foot on the side the DCM is running to
-            swing = "left" if rel[1] > 0.0 else "right"
-            self.recovery_steps = 4
-            self._begin_walk(OTHER[swing], landed=False)
-            return
-        if self._cmd_nonzero or cfg.step_in_place:
-            if abs(self.cmd[1]) > 1e-3:
-                swing = "left" if self.cmd[1] > 0.0 else "right"
-            elif abs(self.cmd[2]) > 1e-3:
-                swing = "left" if self.cmd[2] > 0.0 else "right"
-            else:
-                swing = "right"
-            self.mode = Mode.PRELUDE
-            self.stance = OTHER[swing]
-            self.tick = 0
+        return max(cfg.step_width, cfg.min_step_width + abs(self.cmd[1]) * cfg.step_time)
 
-    def _prelude_tick(self, est: Estimate) -> None:
-        """Shift the weight onto the stance foot (stiff), lift once the DCM is where a step should start."""
+    def _next_foothold(self, prev: FootPose, prev_side: str, stop: bool) -> FootPose:
+        """Where the other foot lands after ``prev``: the walking frame (midway between the feet) advanced by the
+        command for one step; turning, the foot on the turn side opens by two steps' worth and the other closes."""
         cfg = self.cfg
-        self.tick += 1
-        pivot = self._pivot(self.stance)
-        inward = -SIGN[self.stance] * float(_rot2(self.heading)[:, 1] @ (est.dcm - pivot))
-        e = math.exp(self.omega * cfg.step_time)
-        ready = inward <= cfg.step_width / (1.0 + e) + 0.01
-        if (ready and self.tick >= cfg.prelude_ticks // 2) or self.tick >= cfg.prelude_ticks:
-            self._begin_walk(self.stance, landed=False)
+        side = OTHER[prev_side]
+        w = self._width()
+        T = cfg.step_time
+        vx, vy, wz = (0.0, 0.0, 0.0) if stop else self.cmd
+        dyaw = 2.0 * wz * T if wz * SIGN[side] > 0.0 else 0.0
+        dyaw = float(np.clip(dyaw, -cfg.max_step_yaw, cfg.max_step_yaw))
+        yaw = prev.yaw + dyaw
+        centre = prev.pos[:2] - _rot2(prev.yaw) @ np.array([0.0, SIGN[prev_side] * 0.5 * w])
+        adv = np.array([float(np.clip(vx * T, -cfg.max_step_length, cfg.max_step_length)), vy * T])
+        centre = centre + _rot2(prev.yaw + 0.5 * dyaw) @ adv
+        pos = centre + _rot2(yaw) @ np.array([0.0, SIGN[side] * 0.5 * w])
+        return FootPose(np.append(pos, 0.0), yaw)
 
-    def _stand_reference(self, est: Estimate) -> tuple[Vec, list[tuple[str, Vec, Vec]]]:
-        """COM command while standing or shifting weight: ZMP preview toward the target point, minus the DCM error."""
+    def _constrain(self, side: str, stance: FootPose, target: FootPose) -> FootPose:
+        """Keep a foothold reachable and clear of the stance foot (limits in the stance-foot frame)."""
+        cfg = self.cfg
+        rot = _rot2(stance.yaw)
+        rel = rot.T @ (target.pos[:2] - stance.pos[:2])
+        rel[0] = float(np.clip(rel[0], -cfg.max_step_length, cfg.max_step_length))
+        rel[1] = SIGN[side] * float(np.clip(SIGN[side] * rel[1], cfg.min_step_width, cfg.max_step_width))
+        dyaw = float(np.clip(_wrap(target.yaw - stance.yaw), -cfg.max_step_yaw, cfg.max_step_yaw))
+        return FootPose(np.append(stance.pos[:2] + rot @ rel, 0.0), stance.yaw + dyaw)
+
+    def _zmp_horizon(self) -> Vec:
+        """ZMP references for the preview's next N ticks: the current step, then nominal steps from the command."""
         cfg = self.cfg
         n = self.preview.horizon
-        target = self._pivot(self.stance) if self.mode is Mode.PRELUDE else self._stand_point()
-        state = self.preview.step(np.tile(target, (n, 1)))
-        dcm_ref = state[0] + state[1] / self.omega
-        err = est.dcm - dcm_ref
-        self.telemetry.dcm_error = err
-        com_cmd = state[0] - np.clip(np.array(cfg.stand_dcm_gain) * err, -MAX_COM_SHIFT, MAX_COM_SHIFT)
-        return com_cmd, self._double_support_loads(est, self.preview.zmp(), state[2])
+        out = np.empty((n, 2))
+        if self.mode is Mode.STAND:
+            goal = self._stand_point()
+            for j in range(n):
+                a = min(1.0, (self._stand_ticks + j + 1) / cfg.ds_ticks)
+                out[j] = (1.0 - a) * self._stand_from + a * goal
+            self._stand_ticks += 1
+            return out
+        assert self.swing_target is not None
+        # segments: (double-support ticks, total ticks, ZMP from, ZMP to)
+        segs: list[tuple[int, int, Vec, Vec]] = [
+            (self.ds_now, self.step_ticks_now, self.zmp_from, self._zmp_point(self.feet[self.stance]))
+        ]
+        prev_foot, prev_side = self.swing_target, OTHER[self.stance]
+        z_prev = segs[0][3]
+        if self.final_step:
+            # after the last landing the ZMP moves between the feet and stays
+            st = self.feet[self.stance]
+            mid = 0.5 * (st.pos[:2] + prev_foot.pos[:2])
+            mid = mid + _rot2(st.yaw + 0.5 * _wrap(prev_foot.yaw - st.yaw)) @ np.array([cfg.com_x_offset, 0.0])
+            segs.append((cfg.ds_ticks, 10**6, z_prev, mid))
+        else:
+            total = self.step_ticks_now - self.tick
+            while total < n + 1:
+                z = self._zmp_point(prev_foot)
+                segs.append((cfg.ds_ticks, cfg.step_ticks, z_prev, z))
+                total += cfg.step_ticks
+                stop = not self._walking_wanted() and self.zero_steps + len(segs) - 1 >= cfg.stop_steps
+                prev_foot = self._next_foothold(prev_foot, prev_side, stop)
+                prev_side, z_prev = OTHER[prev_side], z
+        k, t_in = 0, self.tick
+        for j in range(n):
+            while t_in >= segs[k][1]:
+                t_in -= segs[k][1]
+                k += 1
+            ds, _, za, zb = segs[k]
+            a = 1.0 if t_in >= ds else (t_in + 1) / ds
+            out[j] = (1.0 - a) * za + a * zb
+            t_in += 1
+        return out
 
-    def _double_support_loads(self, est: Estimate, zmp: Vec, acc: Vec) -> list[tuple[str, Vec, Vec]]:
-        """Planned ground forces ``m (g + c_ddot)`` through ``zmp``, split so the combined pressure lands there.
+    # ------------------------------------------------------------------ gait state machine
+    def _stand_transitions(self, est: Estimate) -> None:
+        cfg = self.cfg
+        if self._preview_reset:
+            self.preview.reset(est.com[:2], est.comv[:2])
+            self._stand_from = self._stand_point()
+            self._stand_ticks = 10**6
+            self._preview_reset = False
+        if not self._walking_wanted():
+            return
+        if abs(self.cmd[1]) > 1e-3:
+            swing = "left" if self.cmd[1] > 0.0 else "right"
+        elif abs(self.cmd[2]) > 1e-3:
+            swing = "left" if self.cmd[2] > 0.0 else "right"
+        else:
+            swing = "right"
+        self.mode = Mode.WALK
+        self.stance = OTHER[swing]
+        self.tick = 0
+        self.ds_now = cfg.prelude_ticks  # the first step's double support is the weight shift
+        self.step_ticks_now = cfg.prelude_ticks + cfg.ss_ticks
+        self.zmp_from = self.preview.zmp().copy()
+        self.swing_from = self.feet[swing].copy()
+        self.zero_steps = 0
+        self.final_step = False
+        self.nominal_target = self._next_foothold(self.feet[self.stance], self.stance, False)
+        self.swing_target = self.nominal_target.copy()
+        self._landed_target = None
 
-        Each sole takes the share given by the ZMP's projection on the line between the soles and presses at its
-        own centre shifted like the ZMP (clipped into the sole). Points/forces are in the kinematic model's frame.
+    def _walk_tick(self, est: Estimate) -> None:
+        if self.tick >= self.step_ticks_now:
+            self._touchdown(est)
+            if self.mode is not Mode.WALK:
+                return
+        if self.steps > 0 and self.tick == self.ds_now - 1:
+            self._measure_new_stance(est)
+        if self.tick >= self.ds_now:
+            # the stance foot's yaw follows the measurement: if it slipped, the plan turns with it
+            Rs = est.sole[self.stance][1]
+            self.feet[self.stance].yaw = float(math.atan2(Rs[1, 0], Rs[0, 0]))
+        self.tick += 1
+
+    def _measure_new_stance(self, est: Estimate) -> None:
+        """Last double-support tick, still anchored on the old stance foot: measure the new one now that it rests
+        flat (at touchdown it may still be rolling onto its sole), and learn how far it landed from its target."""
+        cfg = self.cfg
+        p = est.base + est.sole[self.stance][0]
+        p[2] = 0.0
+        Rs = est.sole[self.stance][1]
+        self.feet[self.stance] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
+        if self._landed_target is not None and cfg.landing_adapt > 0.0:
+            rot = _rot2(self.feet[OTHER[self.stance]].yaw)
+            e = rot.T @ (p[:2] - self._landed_target[:2])
+            e[1] *= SIGN[self.stance]  # (forward, outward)
+            bias = self._land_bias[self.stance if cfg.landing_bias_per_foot else "left"]
+            bias[:] = np.clip(bias + cfg.landing_adapt * e, -LANDING_BIAS_LIMIT, LANDING_BIAS_LIMIT)
+        self._landed_target = None
+
+    def _touchdown(self, est: Estimate) -> None:
+        """The swing foot is down: make it the stance foot and decide whether to keep walking."""
+        cfg = self.cfg
+        swing = OTHER[self.stance]
+        p = est.base + est.sole[swing][0]
+        p[2] = 0.0
+        Rs = est.sole[swing][1]
+        old_stance = self.stance
+        self.zmp_from = self._zmp_point(self.feet[old_stance])
+        self._landed_target = None if self.swing_target is None else self.swing_target.pos.copy()
+        self.feet[swing] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
+        self.steps += 1
+        self.zero_steps = 0 if self._walking_wanted() else self.zero_steps + 1
+        if self.final_step:
+            self.mode = Mode.STAND
+            self._stand_from = self._zmp_point(self.feet[swing])
+            self._stand_ticks = 0
+            self.stance = swing
+            self._swing_q = None
+            return
+        self.final_step = self.zero_steps >= cfg.stop_steps
+        self.stance = swing
+        self.tick = 0
+        self.ds_now = cfg.ds_ticks
+        self.step_ticks_now = cfg.step_ticks
+        self.swing_from = self.feet[old_stance].copy()
+        nominal = self._next_foothold(self.feet[swing], swing, self.final_step)
+        if not self.final_step:
+            # heading: once per step, turn the next foothold toward the desired heading (about the stance foot). The
+            # error is taken against the walking frame (between the feet): turning, the opening foot leads the
+            # heading and the closing one trails it by design, and correcting against either splays the feet.
+            frame = self.feet[swing].yaw + 0.5 * _wrap(self.feet[old_stance].yaw - self.feet[swing].yaw)
+            corr = cfg.heading_gain * _wrap(self.heading - frame)
+            corr = float(np.clip(corr, -cfg.max_heading_step, cfg.max_heading_step))
+            centre = self.feet[swing].pos[:2]
+            pos = centre + _rot2(corr) @ (nominal.pos[:2] - centre)
+            nominal = FootPose(np.append(pos, 0.0), nominal.yaw + corr)
+        self.nominal_target = self._constrain(old_stance, self.feet[swing], nominal)
+        self.swing_target = self.nominal_target.copy()
+
+    def _adjust_step(self, err: Vec) -> None:
+        """Blend the capture-point foothold into the nominal one (``dcm_step_gain``; off by default).
+
+        The capture-point foothold puts the next foot where the divergent component of motion, predicted to the
+        ZMP transfer after touchdown, sits at the offset a periodic pendulum gait for the command needs.
         """
-        kin = self.kin
-        force = kin.total_mass * np.array([acc[0], acc[1], GRAVITY])
+        cfg = self.cfg
+        if cfg.dcm_step_gain <= 0.0 or self.nominal_target is None or self.tick < self.ds_now:
+            return
+        remaining = (self.step_ticks_now - self.tick) * cfg.control_dt
+        if remaining < cfg.swing_freeze:
+            return
+        st = self.feet[self.stance]
+        swing = OTHER[self.stance]
+        ref = self.preview.state
+        xi = ref[0] + ref[1] / self.omega
+        z = self._zmp_point(st)
+        xi_td = z + (xi - z) * math.exp(self.omega * (remaining + 0.5 * cfg.double_support_time))
+        T = cfg.step_time
+        e = math.exp(self.omega * T)
+        vx, vy, _ = (0.0, 0.0, 0.0) if self.final_step else self.cmd
+        b = np.array([vx * T / (e - 1.0), -SIGN[swing] * self._width() / (1.0 + e) + vy * T / (e - 1.0)])
+        r_next = _rot2(self.nominal_target.yaw)
+        foot = xi_td - r_next @ b - r_next @ self._zmp_local
+        g = cfg.dcm_step_gain
+        pos = g * foot + (1.0 - g) * self.nominal_target.pos[:2]
+        self.swing_target = self._constrain(swing, st, FootPose(np.append(pos, 0.0), self.nominal_target.yaw))
+
+    # ------------------------------------------------------------------ support loads
+    def _loads(self, est: Estimate, zmp: Vec, acc: Vec) -> list[tuple[str, Vec, Vec]]:
+        """Planned ground force ``m (g + c_ddot)`` through the planned ZMP: on the stance sole in single support,
+        split between the soles by the ZMP's position along the line between them otherwise."""
+        force = self.kin.total_mass * np.array([acc[0], acc[1], GRAVITY])
+        if self.mode is Mode.WALK and self.tick > self.ds_now:
+            s = self.stance
+            return [(s, self._sole_point(s, zmp) - est.base, force)]
         pl, pr = self.feet["left"].pos[:2], self.feet["right"].pos[:2]
         axis = pl - pr
         w_left = float(np.clip((zmp - pr) @ axis / max(float(axis @ axis), 1e-9), 0.0, 1.0))
@@ -464,212 +630,62 @@ class BuiltinController:
         rel = np.clip(rel, [-leg.sole_half_length, -leg.sole_half_width], [leg.sole_half_length, leg.sole_half_width])
         return np.append(foot.pos[:2] + _rot2(foot.yaw) @ rel, 0.0)
 
-    # ------------------------------------------------------------------ walking
-    def _begin_walk(self, stance: str, *, landed: bool) -> None:
-        self.mode = Mode.WALK
-        self.stance = stance
-        self.tick = self.cfg.ds_ticks  # lift the swing foot right away
-        swing = OTHER[stance]
-        self.swing_from = self.feet[swing].copy()
-        self.swing_target = self.feet[swing].copy()
-        self._landed = landed
-        self._planned_target = None
-        self.zero_steps = 0
-        self.final_step = False
-        self._swing_hist = None
-
-    def _walk_tick(self, est: Estimate) -> None:
-        cfg = self.cfg
-        swing = OTHER[self.stance]
-        if self.tick >= cfg.step_ticks:
-            self._touchdown(est, swing)
-            if self.mode is not Mode.WALK:
-                return
-            swing = OTHER[self.stance]
-        remaining = (cfg.step_ticks - self.tick) * cfg.control_dt
-        if self.tick >= cfg.ds_ticks and remaining > cfg.swing_freeze - 1e-9:
-            self.swing_target = self._place_foot(est, swing, remaining)
-        self.tick += 1
-
-    def _touchdown(self, est: Estimate, swing: str) -> None:
-        """The swing foot lands: measure where, make it the stance foot, decide whether to keep walking."""
-        cfg = self.cfg
-        p = est.base + est.sole[swing][0]
-        p[2] = 0.0
-        Rs = est.sole[swing][1]
-        if self._planned_target is not None and cfg.landing_adapt > 0.0:
-            # the swing leg lands a repeatable few centimetres off its target (PD lag while it unfolds); learn
-            # that offset, in (forward, outward) coordinates, and aim the next feet against it
-            rot = _rot2(self.feet[self.stance].yaw)
-            err = rot.T @ (p[:2] - self._planned_target.pos[:2])
-            err[1] *= SIGN[swing]
-            self._land_bias = np.clip(self._land_bias + cfg.landing_adapt * err, -0.05, 0.05)
-        self.feet[swing] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
-        self.steps += 1
-        if self.recovery_steps > 0:
-            self.recovery_steps -= 1
-        walking = self._cmd_nonzero or cfg.step_in_place or self.recovery_steps > 0
-        self.zero_steps = 0 if walking else self.zero_steps + 1
-        if self.final_step:
-            err = _rot2(self.heading).T @ (est.dcm - self._stand_point())
-            if np.all(np.abs(err) < np.array(cfg.recovery_dcm)):
-                self.mode = Mode.STAND
-                self._preview_needs_reset = True
-                self.stance = swing
-                return
-        self.final_step = self.zero_steps >= cfg.stop_steps
-        self.stance = swing
-        self._landed = True
-        self.tick = 0
-        self.swing_from = self.feet[OTHER[swing]].copy()
-        self.swing_target = self.swing_from.copy()
-        self._planned_target = None
-        self._swing_hist = None
-
-    def _place_foot(self, est: Estimate, swing: str, remaining: float) -> FootPose:
-        """Foothold that puts the DCM where the next step's pendulum orbit needs it (LIP, pivot at the CoP)."""
-        cfg = self.cfg
-        stance = self.feet[self.stance]
-        pivot = self._pivot(self.stance)
-        cop = self._stance_cop(est) if self.mode is Mode.WALK else pivot
-        tau = max(0.0, remaining - (cfg.double_support_time * 0.5))
-        xi_end = (cop - pivot) + (est.dcm - cop) * math.exp(self.omega * tau)
-        T = cfg.step_time
-        e = math.exp(self.omega * T)
-        vx, vy, wz = (0.0, 0.0, 0.0) if self.final_step else self.cmd
-        yaw_next = self.heading + wz * (remaining + 0.5 * T)
-        yaw_next = stance.yaw + float(np.clip(_wrap(yaw_next - stance.yaw), -cfg.max_step_yaw, cfg.max_step_yaw))
-        rot_next = _rot2(yaw_next)
-        b = np.array([vx * T / (e - 1.0), -SIGN[swing] * cfg.step_width / (1.0 + e) + vy * T / (e - 1.0)])
-        nominal = np.array([0.0, SIGN[swing] * cfg.step_width]) + np.array([vx, vy]) * T
-        # relative to the stance pivot: the DCM rule, blended with the nominal step by the gain
-        rel_dcm = xi_end - rot_next @ b
-        rel_nom = _rot2(stance.yaw) @ nominal
-        rel = cfg.dcm_step_gain * rel_dcm + (1.0 - cfg.dcm_step_gain) * rel_nom
-        target_pivot = pivot + rel
-        sole_xy = target_pivot - rot_next @ self._pivot_local
-        planned = self._constrain_step(swing, stance, FootPose(np.append(sole_xy, 0.0), yaw_next))
-        self._planned_target = planned.copy()
-        aim = planned.pos[:2] - _rot2(stance.yaw) @ (self._land_bias * np.array([1.0, SIGN[swing]]))
-        return FootPose(np.append(aim, 0.0), planned.yaw)
-
-    def _constrain_step(self, side: str, stance: FootPose, target: FootPose) -> FootPose:
-        """Keep a foothold reachable and clear of the stance foot (stance-foot frame limits)."""
-        cfg = self.cfg
-        rot = _rot2(stance.yaw)
-        rel = rot.T @ (target.pos[:2] - stance.pos[:2])
-        rel[0] = float(np.clip(rel[0], -cfg.max_step_length, cfg.max_step_length))
-        rel[1] = SIGN[side] * float(np.clip(SIGN[side] * rel[1], cfg.min_step_width, cfg.max_step_width))
-        pos = np.append(stance.pos[:2] + rot @ rel, 0.0)
-        return FootPose(pos, target.yaw)
-
-    def _nominal_dcm(self, t: float) -> Vec:
-        """Where the DCM should be (odom, relative to the stance pivot) ``t`` after the step began, for the command."""
-        cfg = self.cfg
-        T = cfg.step_time
-        e = math.exp(self.omega * T)
-        vx, vy = (0.0, 0.0) if self.final_step else (self.cmd[0], self.cmd[1])
-        b = np.array([vx * T / (e - 1.0), -SIGN[self.stance] * cfg.step_width / (1.0 + e) + vy * T / (e - 1.0)])
-        return _rot2(self.feet[self.stance].yaw) @ b * math.exp(self.omega * t)
-
-    def _stance_cop(self, est: Estimate) -> Vec:
-        """Centre of pressure for the stance sole: the pivot, moved against the DCM error (ankle strategy).
-
-        The sole is long (-4.5/+12.2 cm around the ankle) but only 4-5.6 cm wide, so the sagittal shift does
-        most of the work; the lateral one is clipped to a centimetre so the pressure never reaches an edge.
-        """
-        cfg = self.cfg
-        pivot = self._pivot(self.stance)
-        err = (est.dcm - pivot) - self._nominal_dcm(self.tick * cfg.control_dt)
-        rot = _rot2(self.feet[self.stance].yaw)
-        local = rot.T @ err * np.array(cfg.ankle_cop_gain)
-        lim = np.array(cfg.cop_limit)
-        local = np.clip(local, -lim - self._pivot_local, lim - self._pivot_local)
-        self.telemetry.dcm_error = err
-        return pivot + rot @ local
-
-    def _walk_loads(self, est: Estimate) -> list[tuple[str, Vec, Vec]]:
-        """Stance-leg load: weight plus the pendulum's horizontal push, through each loaded sole's pressure point."""
-        cfg = self.cfg
-        kin = self.kin
-        feet = self._loaded_feet()
-        cop = self._stance_cop(est)
-        if len(feet) == 2:
-            a = (self.tick + 1) / (cfg.ds_ticks + 1)
-            shares = {self.stance: a, OTHER[self.stance]: 1.0 - a}
-            points = {self.stance: cop, OTHER[self.stance]: self._pivot(OTHER[self.stance])}
-        else:
-            shares = {self.stance: 1.0}
-            points = {self.stance: cop}
-        mix = sum(w * points[s] for s, w in shares.items())
-        acc = self.omega**2 * (est.com[:2] - mix)
-        force = kin.total_mass * np.array([acc[0], acc[1], GRAVITY])
-        self._cop = cop
-        return [(s, self._sole_point(s, points[s]) - est.base, w * force) for s, w in shares.items()]
+    # ------------------------------------------------------------------ swing foot
+    def _in_swing(self, side: str) -> bool:
+        return self.mode is Mode.WALK and side != self.stance and self.tick > self.ds_now
 
     def _swing_pose(self, ahead: float = 0.0) -> FootPose:
-        """Swing sole ``ahead`` ticks from now: smooth horizontal transfer, raised-cosine lift, landing flat."""
+        """Swing sole ``ahead`` ticks after this tick's target time: lift, move across, set down (min-jerk pieces)."""
         cfg = self.cfg
-        s = (self.tick + ahead - cfg.ds_ticks) / cfg.ss_ticks
-        s = min(max(s, 0.0), 1.0)
-        # the foot moves sideways/forwards only in the first part of the swing and is down before the step ends,
-        # so the leg has stopped unfolding (and the hip caught up) when the foot meets the ground
-        land = cfg.swing_land_phase
-        sx = min(1.0, s / (0.8 * land))
-        b = sx * sx * sx * (10.0 + sx * (-15.0 + 6.0 * sx))
         a0, a1 = self.swing_from, self.swing_target
         assert a0 is not None and a1 is not None
-        pos = (1.0 - b) * a0.pos + b * a1.pos
-        sz = min(1.0, s / land)
-        pos[2] = cfg.swing_height * 0.5 * (1.0 - math.cos(2.0 * math.pi * sz))
+        s = (self.tick + ahead - self.ds_now) / (self.step_ticks_now - self.ds_now)
+        s = min(max(s, 0.0), 1.0)
+        b = _min_jerk((s - cfg.swing_x0) / (cfg.swing_x1 - cfg.swing_x0))
+        land = cfg.swing_land_phase
+        z = min(_min_jerk(s / cfg.swing_rise), _min_jerk((land - s) / cfg.swing_fall)) if s < land else 0.0
+        end = a1.pos.copy()
+        if cfg.landing_adapt > 0.0:
+            sw = OTHER[self.stance]
+            bias = self._land_bias[sw if cfg.landing_bias_per_foot else "left"]
+            end[:2] -= _rot2(self.feet[self.stance].yaw) @ (bias * np.array([1.0, SIGN[sw]]))
+        pos = (1.0 - b) * a0.pos + b * end
+        pos[2] = cfg.swing_height * z
         return FootPose(pos, a0.yaw + b * _wrap(a1.yaw - a0.yaw))
 
-    def _in_swing(self, side: str) -> bool:
-        return self.mode is Mode.WALK and side != self.stance and self.tick > self.cfg.ds_ticks
-
     def _foot_now(self, side: str) -> FootPose:
-        return self._swing_pose(ahead=self.cfg.swing_time_lead) if self._in_swing(side) else self.feet[side]
+        return self._swing_pose() if self._in_swing(side) else self.feet[side]
 
     # ------------------------------------------------------------------ whole-body IK
-    def _whole_body_ik(self, est: Estimate, com_xy: Vec, pelvis_xy: Vec | None) -> Vec:
+    def _whole_body_ik(self, est: Estimate, com_xy: Vec) -> Vec:
         """Leg angles for the pelvis pose and the feet; arms and waist hold the stand pose.
 
-        The pelvis is put at ``pelvis_xy`` (walking: where it is, so the stance leg leaves the pendulum free) or
-        where the COM must be (standing), at the nominal height, upright with the heading between the feet --
-        rotated against the measured tilt and heading error about the loaded hip (the hip strategy). Swing feet
-        are placed from the *measured* pelvis so they land where planned whatever the body's tilt.
+        The pelvis is put where the COM command needs it, at the nominal height (raised in mid single support),
+        upright with the heading between the feet -- rotated against the measured tilt about the loaded hip (the
+        hip strategy).
         """
         cfg = self.cfg
         kin = self.kin
-        # pelvis height: standing a little lower (more ankle-pitch room for the push-recovery ankle strategy),
-        # walking in the middle of the flat-foot leg window; moved at a bounded rate
         goal = cfg.pelvis_height if self.mode is Mode.WALK else cfg.stand_pelvis_height
         step = cfg.height_rate * cfg.control_dt
         self._height = float(np.clip(goal, self._height - step, self._height + step))
         height = self._height
-
-        if self.mode is Mode.WALK and self.swing_target is not None:
-            st = self.feet[self.stance]
-            yaw_des = st.yaw + 0.5 * _wrap(self.swing_target.yaw - st.yaw)
-        else:
-            yaw_des = self.feet["right"].yaw + 0.5 * _wrap(self.feet["left"].yaw - self.feet["right"].yaw)
-        R_des = yaw_rotation(yaw_des) @ _rot_exp(np.array([0.0, cfg.torso_pitch, 0.0]))
-        roll, pitch, yaw = est.rpy
-        err = np.array(
-            [
-                roll + cfg.attitude_rate_gain * est.gyro[0],
-                pitch - cfg.torso_pitch + cfg.attitude_rate_gain * est.gyro[1],
-                _wrap(yaw - yaw_des),
-            ]
-        )
-        R_cmd = R_des @ _rot_exp(-np.array([cfg.attitude_gain, cfg.pitch_gain, cfg.yaw_gain]) * err)
-
-        if pelvis_xy is None:
-            com_b = kin.ik_com()  # COM in the pelvis frame (previous IK solution)
-            pel = np.append(com_xy - (R_des @ com_b)[:2], height)
-        else:
-            pel = np.append(pelvis_xy, height)
-        loaded = self._loaded_feet() if self.mode is Mode.WALK else list(SIDES)
+        single = self.mode is Mode.WALK and self.tick > self.ds_now
+        hike = 0.0
+        if single:
+            u = (self.tick - self.ds_now) / (self.step_ticks_now - self.ds_now)
+            bump = math.sin(math.pi * u) ** 2
+            height += cfg.single_support_rise * bump
+            hike = -SIGN[self.stance] * cfg.hip_hike * bump
+        feet_now = {s: self._foot_now(s) for s in SIDES}
+        yl, yr = feet_now["left"].yaw, feet_now["right"].yaw
+        R_des = yaw_rotation(yr + 0.5 * _wrap(yl - yr)) @ _rot_exp(np.array([hike, cfg.torso_pitch, 0.0]))
+        roll, pitch, _ = est.rpy
+        err = np.array([roll - hike + cfg.attitude_rate_gain * est.gyro[0],
+                        pitch - cfg.torso_pitch + cfg.attitude_rate_gain * est.gyro[1], 0.0])
+        R_cmd = R_des @ _rot_exp(-np.array([cfg.attitude_gain, cfg.pitch_gain, 0.0]) * err)
+        pel = np.append(com_xy - (R_des @ kin.ik_com())[:2], height)
+        loaded = [self.stance] if single else list(SIDES)
         pivot = sum(self._hip[s] for s in loaded) / len(loaded)
         pel = pel + R_des @ pivot - R_cmd @ pivot
 
@@ -677,98 +693,43 @@ class BuiltinController:
         weights: dict[str, Vec] = {}
         points: dict[str, Vec] = {}
         for s in SIDES:
-            foot = self._foot_now(s)
-            Rf = foot.rot()
-            p_cmd, R_rel = R_cmd.T @ (foot.pos - pel), R_cmd.T @ Rf
-            w = self._measured_frame_weight(s)
-            if w > 0.0:
-                p_meas = est.R.T @ (foot.pos - self._predicted_base(est, cfg.swing_lead))
-                p_cmd = (1.0 - w) * p_cmd + w * p_meas
-                R_rel = _rot_blend(R_rel, est.R.T @ Rf, w)
-            reach = self._max_reach
-            if self._in_swing(s) or (s == self.stance and w > 0.0):
-                # a foot that meets the ground early lifts the measured pelvis, which puts a world-fixed target
-                # further below it: the landing leg straightens and launches the robot (measured: knee 0.37 ->
-                # 0.0 rad, pelvis +13 mm). The landing leg may not reach beyond its standing length.
-                reach = min(reach, self._stance_reach(height) + cfg.landing_reach_margin)
-            targets[s] = (self._clamp_reach(s, p_cmd, reach), R_rel)
+            foot = feet_now[s]
+            targets[s] = (self._clamp_reach(s, R_cmd.T @ (foot.pos - pel)), R_cmd.T @ foot.rot())
             if self._in_swing(s):
                 weights[s] = self._swing_weights
                 points[s] = self._swing_point[s]
         sol = kin.solve_legs(targets, weights, iterations=cfg.ik_iterations, points=points)
+        self._swing_q = None
+        for s in points:
+            self._swing_q = (s, sol[s].copy(), self._swing_ahead(s, R_cmd, pel, weights, points))
         q_des = joints.DEFAULT_POS.copy()
         for s in SIDES:
             q_des[self._leg[s]] = sol[s]
-        self._swing_q = self._swing_lookahead(sol, points, weights, est)
+        if self.mode is Mode.WALK and (cfg.arm_swing or cfg.waist_swing):
+            # counter-swing: the arms and the torso carry yaw angular momentum against the legs', so the stance sole
+            # has less to resist. d > 0 when the left foot is ahead: left arm back, right arm forward (both shoulder
+            # pitch angles grow with d in this joint convention), torso turned toward the trailing side.
+            d = float((R_des.T @ (feet_now["left"].pos - feet_now["right"].pos))[0])
+            for s in SIDES:
+                q_des[self._shoulder[s]] += cfg.arm_swing * d
+            q_des[self._waist] += cfg.waist_swing * d
         return q_des
 
-    def _predicted_base(self, est: Estimate, ticks: float) -> Vec:
-        """Pelvis position ``ticks`` control periods ahead, moving with the COM: the swing leg's targets hold for a
-        whole period while the body keeps going, and a foot placed from where the pelvis *was* lands where the
-        body carries it (measured: 2-4 cm outward and ahead at 0.3 m/s of sway)."""
-        p = est.base.copy()
-        p[:2] += est.comv[:2] * ticks * self.cfg.control_dt
-        return p
-
-    def _clamp_reach(self, side: str, p: Vec, reach: float | None = None) -> Vec:
-        """Pull a sole target back inside the leg's reach, so the IK never straightens the knee into a stomp."""
-        r = self._max_reach if reach is None else reach
-        v = p - self._hip[side]
-        n = float(np.linalg.norm(v))
-        return self._hip[side] + v * (r / n) if n > r else p
-
-    def _stance_reach(self, height: float) -> float:
-        """Hip-to-sole distance of a vertical leg under a pelvis at ``height`` (soles on the ground)."""
-        hip = self._hip["left"]
-        return float(math.hypot(height + hip[2], abs(hip[1]) - 0.5 * self.cfg.step_width))
-
-    def _measured_frame_weight(self, side: str) -> float:
-        """How much a leg is placed from the *measured* pelvis (1) rather than the commanded one (0).
-
-        A swing foot must land where the planner put it whatever the body's tilt, so it is placed from the
-        measured pelvis; a stance leg carries the pelvis to its command. The switch is blended over a few ticks
-        after lift-off and over the double support after touchdown, so targets never jump.
-        """
-        cfg = self.cfg
-        if self.mode is not Mode.WALK:
-            return 0.0
-        if side != self.stance:
-            if self.tick <= cfg.ds_ticks:
-                return 0.0
-            return min(1.0, (self.tick - cfg.ds_ticks) / cfg.swing_blend_ticks)
-        if not self._landed or cfg.ds_ticks == 0:
-            return 0.0
-        return max(0.0, 1.0 - self.tick / cfg.ds_ticks)
-
-    # ------------------------------------------------------------------ swing feed-forward
-    def _swing_lookahead(
-        self, sol: dict[str, Vec], points: dict[str, Vec], weights: dict[str, Vec], est: Estimate
-    ) -> tuple[str, Vec | None, Vec, Vec] | None:
-        """Swing-leg angles one tick past the current target, for rate/acceleration feed-forward."""
-        if not points:
-            self._swing_hist = None
-            return None
-        side = next(iter(points))
+    def _swing_ahead(self, side: str, R_cmd: Vec, pel: Vec, weights: dict[str, Vec], points: dict[str, Vec]) -> Vec:
+        """Swing-leg angles one tick further along the swing (for the rate feed-forward); the IK state is restored."""
         kin = self.kin
-        foot = self._swing_pose(ahead=self.cfg.swing_time_lead + 1)
-        p = est.R.T @ (foot.pos - self._predicted_base(est, self.cfg.swing_lead + 1.0))
-        R_rel = est.R.T @ foot.rot()
+        foot = self._swing_pose(ahead=1.0)
         leg = kin.legs[side]
         saved = kin.ik.qpos[leg.qpos].copy()
-        nxt = kin.solve_legs({side: (self._clamp_reach(side, p), R_rel)}, weights, iterations=2, points=points)[side]
+        target = (self._clamp_reach(side, R_cmd.T @ (foot.pos - pel)), R_cmd.T @ foot.rot())
+        nxt = kin.solve_legs({side: target}, weights, iterations=2, points=points)[side]
         kin.ik.qpos[leg.qpos] = saved
-        prev = self._swing_hist[1] if self._swing_hist is not None and self._swing_hist[0] == side else None
-        self._swing_hist = (side, sol[side].copy())
-        return side, prev, sol[side].copy(), nxt
+        mujoco.mj_kinematics(kin.model, kin.ik)
+        mujoco.mj_comPos(kin.model, kin.ik)
+        return nxt
 
-    def _swing_feedforward(self, tau: Vec) -> None:
-        """Replace the swing leg's torque with inverse dynamics of its planned curve plus ``kd * qd_des``."""
-        sq = self._swing_q
-        if not self.cfg.velocity_ff or sq is None or sq[1] is None:
-            return
-        side, q_prev, q_now, q_next = sq
-        dt = self.cfg.control_dt
-        qd = (q_next - q_prev) / (2.0 * dt)
-        qdd = (q_next - 2.0 * q_now + q_prev) / (dt * dt)
-        idx = self._leg[side]
-        tau[idx] = self.kin.leg_inverse_dynamics(side, qd, qdd * self.cfg.swing_inertia) + self._kd0[idx] * qd
+    def _clamp_reach(self, side: str, p: Vec) -> Vec:
+        """Pull a sole target back inside the leg's reach, so the IK never straightens the knee into a stomp."""
+        v = p - self._hip[side]
+        n = float(np.linalg.norm(v))
+        return self._hip[side] + v * (self._max_reach / n) if n > self._max_reach else p
