@@ -267,9 +267,6 @@ class BuiltinController:
         if self._swing_q is not None:
             idx = self._leg[self._swing_q[0]]
             kp[idx], kd[idx] = cfg.swing_kp, cfg.swing_kd
-        if self.mode is Mode.WALK and self.tick > self.ds_now and cfg.stance_hip_yaw_kp is not None:
-            hy = self._leg[self.stance][2]
-            kp[hy], kd[hy] = cfg.stance_hip_yaw_kp, cfg.stance_hip_yaw_kd
         tau = self.kin.contact_torques(loads) if cfg.gravity_ff else np.zeros(joints.NUM_JOINTS)
         self._rate_feedforward(q_des, tau, kd)
         self._q_prev = q_des.copy()

@@ -1,0 +1,98 @@
+"""Cost of observation: lockstep real-time factor with a Foxglove client subscribed to every channel and recording
+on, against the same run with neither (target: >= 80 %). Prints figures; asserts nothing.
+
+Usage: .venv/bin/python bench/observe_overhead.py [--sim-seconds 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT / "test"))
+
+RTF = re.compile(r"real-time factor ([0-9.]+)")
+PORT = re.compile(r"foxglove server on ([0-9.]+):(\d+)")
+
+
+def _env(domain: int) -> dict[str, str]:
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / "config" / "fastdds_localhost.xml"),
+               ROS_LOG_DIR=str(ROOT / ".ros_log"))
+    env.pop("ROS_PYTHON_CHECK_FIELDS", None)
+    return env
+
+
+def run(sim_seconds: float, script: Path, *, observe: bool, record_dir: Path | None) -> tuple[float, dict]:
+    args = [str(VENV_BIN / "vasimov"), "up", "--lockstep", "--duration", str(sim_seconds), "--policy", "hold",
+            "--script", str(script), "binary_stream:=false"]
+    args += ["foxglove_port:=0"] if observe else ["foxglove:=false"]
+    if record_dir is not None:
+        args += ["--record", str(record_dir)]
+    proc = subprocess.Popen(args, env=_env(103 if observe else 104), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    port_seen = threading.Event()
+    port: list[int] = []
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            m = PORT.search(line)
+            if m and not port:
+                port.append(int(m.group(2)))
+                port_seen.set()
+
+    t = threading.Thread(target=pump, daemon=True)
+    t.start()
+    stats: dict = {}
+    client = None
+    if observe and port_seen.wait(60):
+        from foxglove_client import FoxgloveWsClient
+        from harness import wait_for
+
+        client = FoxgloveWsClient(f"ws://127.0.0.1:{port[0]}")
+        wait_for(lambda: len(client.channels) >= 15, 30, "the graph's channels advertised")
+        for channel in list(client.channels.values()):
+            client.subscribe_once(channel["topic"])
+    proc.wait(timeout=3600)
+    t.join(timeout=10)
+    if client is not None:
+        stats["channels_subscribed"] = len(client._subscribed)
+        stats["messages_received"] = sum(len(v) for v in client.messages.values())
+        client.close()
+    text = "".join(lines)
+    m = RTF.search(text)
+    if proc.returncode != 0 or m is None:
+        raise RuntimeError(f"run failed ({proc.returncode}):\n{text[-3000:]}")
+    return float(m.group(1)), stats
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sim-seconds", type=float, default=30.0)
+    ns = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "script.yaml"
+        script.write_text("- {t: 0.1, cmd: stand}\n- {t: 4.0, cmd: velocity, vx: 0.0}\n")
+        base, _ = run(ns.sim_seconds, script, observe=False, record_dir=None)
+        observed, stats = run(ns.sim_seconds, script, observe=True, record_dir=Path(tmp) / "bag")
+        print(f"lockstep RTF without Foxglove or recording: {base:.2f}")
+        print(f"lockstep RTF with a Foxglove client on every channel and recording: {observed:.2f} "
+              f"({100 * observed / base:.0f} % of the bare run; target >= 80 %)")
+        print(json.dumps({"bare_rtf": base, "observed_rtf": observed, "ratio": observed / base, **stats}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
