@@ -168,7 +168,7 @@ def test_physics_divergence_becomes_a_published_fault(graph_factory):
     g = graph_factory("--policy", "hold")
     probe = RosProbe(g.domain)
     try:
-        probe.subscribe(topics.PLANT_FAULT, PlantFault, qos.COMMANDS)
+        probe.subscribe(topics.PLANT_FAULT, PlantFault, qos.LATCHED)
         wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 30, "graph start")
         wait_for(lambda: probe.node.count_publishers(topics.PLANT_FAULT) >= 1, 10, "fault publisher")
         http_json_when_ready("http://127.0.0.1:3000/api/sim/inject", {"fault": "non_finite"})

@@ -97,7 +97,7 @@ class PlantNode(Node):
         self.pub_imu = self.create_publisher(Imu, topics.IMU, qos.TELEMETRY)
         self.pub_odom = self.create_publisher(Odometry, topics.ODOM_TRUTH, qos.TELEMETRY)
         self.pub_feet = self.create_publisher(FootContacts, topics.FEET_TRUTH, qos.TELEMETRY)
-        self.pub_fault = self.create_publisher(PlantFault, topics.PLANT_FAULT, qos.COMMANDS)
+        self.pub_fault = self.create_publisher(PlantFault, topics.PLANT_FAULT, qos.LATCHED)  # late joiners see it
         # the robot for viewers (Foxglove, RViz): latched, published once; link names = MuJoCo body names
         self.pub_description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
         self.pub_description.publish(String(data=build_urdf()))

@@ -54,6 +54,10 @@ MAX_COM_SHIFT = 0.05  # m; clamp of the capture-point correction of the COM comm
 MAX_HEADING_LEAD = 0.3  # rad; the integrated heading command may lead the measured heading by at most this
 MAX_LEG_RATE_FF = 5.0  # rad/s; clip of the stance-leg rate feed-forward (finite differences of IK solutions)
 LANDING_BIAS_LIMIT = 0.05  # m; the learned landing offset never exceeds this per axis
+ASYMMETRIC_VY = 0.1  # m/s of sideways command at which the feet count as stepping differently...
+ASYMMETRIC_WZ = 0.2  # ...and rad/s of turn command
+PER_FOOT_FADE = 0.3  # per step: how fast a per-foot landing offset fades while walking straight
+SPEED_BIAS_LIMIT = 0.1  # m/s; the learned plan-velocity correction never exceeds this per axis
 BACKWARD_BLEND_SPEED = 0.1  # m/s of backward command over which the ZMP offset moves to its backward value
 
 _WAIST = "waist_yaw_joint"
@@ -221,7 +225,12 @@ class BuiltinController:
         self._stand_ticks = 10**6
         self._q_prev: Vec | None = None
         self._swing_q: tuple[str, Vec, Vec] | None = None
-        self._land_bias = {s: np.zeros(2) for s in SIDES}  # per foot: the legs are not mirror images in practice
+        # learned landing offsets, (forward, outward): one shared by both feet plus one per foot (strafing and turning
+        # make the two feet's steps, and so their misses, different)
+        self._land_bias = {k: np.zeros(2) for k in ("shared", *SIDES)}
+        self._v_bias = np.zeros(2)  # learned plan-velocity correction (odometry frame)
+        self._v_sum = np.zeros(2)
+        self._v_count = 0
         self._landed_target: Vec | None = None
         self.kin.ik_set_posture(joints.DEFAULT_POS)
         self.telemetry = Telemetry()
@@ -247,6 +256,8 @@ class BuiltinController:
             self._stand_transitions(est)
         if self.mode is Mode.WALK:
             self._walk_tick(est)
+            self._v_sum += est.comv[:2]
+            self._v_count += 1
 
         horizon = self._zmp_horizon()
         if self.mode is Mode.WALK and cfg.ref_pull > 0.0:
@@ -377,6 +388,28 @@ class BuiltinController:
         self.cmd = self.cmd + np.clip(target - self.cmd, -rate, rate)
         self._cmd_nonzero = bool(np.any(np.abs(target) >= dead))
 
+    def _plan_velocity(self) -> Vec:
+        """The command plus the learned speed correction (walking frame of the current heading)."""
+        v = self.cmd.copy()
+        v[:2] += _rot2(self.heading).T @ self._v_bias if self._cmd_nonzero else 0.0
+        return v
+
+    def _adapt_speed(self) -> None:
+        """Once per step: integrate the difference between the commanded and the achieved COM velocity (mean of the
+        step's estimates) into the plan's velocity. Capture-point footholds shorten steps whenever the body lags, so
+        without this the robot settles ~10-20 % below the command."""
+        cfg = self.cfg
+        n = self._v_count
+        if n == 0 or not self._cmd_nonzero or cfg.speed_adapt <= 0.0:
+            self._v_bias *= 0.5
+        else:
+            achieved = self._v_sum / n
+            wanted = _rot2(self.heading) @ self.cmd[:2]
+            self._v_bias = np.clip(self._v_bias + cfg.speed_adapt * (wanted - achieved), -SPEED_BIAS_LIMIT,
+                                   SPEED_BIAS_LIMIT)
+        self._v_sum[:] = 0.0
+        self._v_count = 0
+
     def _walking_wanted(self) -> bool:
         return self._cmd_nonzero or self.cfg.step_in_place
 
@@ -409,7 +442,7 @@ class BuiltinController:
         side = OTHER[prev_side]
         w = self._width()
         T = cfg.step_time
-        vx, vy, wz = (0.0, 0.0, 0.0) if stop else self.cmd
+        vx, vy, wz = (0.0, 0.0, 0.0) if stop else self._plan_velocity()
         dyaw = 2.0 * wz * T if wz * SIGN[side] > 0.0 else 0.0
         dyaw = float(np.clip(dyaw, -cfg.max_step_yaw, cfg.max_step_yaw))
         yaw = prev.yaw + dyaw
@@ -528,8 +561,14 @@ class BuiltinController:
             rot = _rot2(self.feet[OTHER[self.stance]].yaw)
             e = rot.T @ (p[:2] - self._landed_target[:2])
             e[1] *= SIGN[self.stance]  # (forward, outward)
-            bias = self._land_bias[self.stance if cfg.landing_bias_per_foot else "left"]
-            bias[:] = np.clip(bias + cfg.landing_adapt * e, -LANDING_BIAS_LIMIT, LANDING_BIAS_LIMIT)
+            shared = self._land_bias["shared"]
+            shared[:] = np.clip(shared + cfg.landing_adapt * e, -LANDING_BIAS_LIMIT, LANDING_BIAS_LIMIT)
+            # the per-foot part learns only while the feet step differently (strafing, turning) and fades otherwise:
+            # walking straight, two per-foot integrators on top of the shared one rock into long/short step pairs
+            asym = min(1.0, max(abs(self.cmd[1]) / ASYMMETRIC_VY, abs(self.cmd[2]) / ASYMMETRIC_WZ))
+            own = self._land_bias[self.stance]
+            own *= 1.0 - PER_FOOT_FADE * (1.0 - asym)
+            own[:] = np.clip(own + cfg.landing_adapt_per_foot * asym * e, -LANDING_BIAS_LIMIT, LANDING_BIAS_LIMIT)
         self._landed_target = None
 
     def _touchdown(self, est: Estimate) -> None:
@@ -544,6 +583,7 @@ class BuiltinController:
         self._landed_target = None if self.swing_target is None else self.swing_target.pos.copy()
         self.feet[swing] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
         self.steps += 1
+        self._adapt_speed()
         self.zero_steps = 0 if self._walking_wanted() else self.zero_steps + 1
         if self.final_step:
             self.mode = Mode.STAND
@@ -592,7 +632,7 @@ class BuiltinController:
         xi_td = z + (xi - z) * math.exp(self.omega * (remaining + 0.5 * cfg.double_support_time))
         T = cfg.step_time
         e = math.exp(self.omega * T)
-        vx, vy, _ = (0.0, 0.0, 0.0) if self.final_step else self.cmd
+        vx, vy, _ = (0.0, 0.0, 0.0) if self.final_step else self._plan_velocity()
         b = np.array([vx * T / (e - 1.0), -SIGN[swing] * self._width() / (1.0 + e) + vy * T / (e - 1.0)])
         r_next = _rot2(self.nominal_target.yaw)
         foot = xi_td - r_next @ b - r_next @ self._zmp_local
@@ -644,7 +684,7 @@ class BuiltinController:
         end = a1.pos.copy()
         if cfg.landing_adapt > 0.0:
             sw = OTHER[self.stance]
-            bias = self._land_bias[sw if cfg.landing_bias_per_foot else "left"]
+            bias = self._land_bias["shared"] + self._land_bias[sw]
             end[:2] -= _rot2(self.feet[self.stance].yaw) @ (bias * np.array([1.0, SIGN[sw]]))
         pos = (1.0 - b) * a0.pos + b * end
         pos[2] = cfg.swing_height * z
