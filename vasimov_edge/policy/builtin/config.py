@@ -81,7 +81,6 @@ class ControllerConfig:
     # fraction of the capture-point foothold (from the predicted DCM) blended into the command's nominal foothold;
     # 0 = nominal footholds only (measured: 0.5 never fell but walked ~20 % slow, so off by default)
     dcm_step_gain: float = 0.0
-    speed_adapt: float = 0.0  # per step: integral gain from velocity error (commanded - achieved) to planned velocity
     swing_freeze: float = 0.1  # s before touchdown after which the foothold is no longer moved
     # --- estimation
     velocity_filter_gain: float = 0.5  # per tick, weight of the kinematic COM-rate measurement

@@ -57,7 +57,6 @@ LANDING_BIAS_LIMIT = 0.05  # m; the learned landing offset never exceeds this pe
 ASYMMETRIC_VY = 0.1  # m/s of sideways command at which the feet count as stepping differently...
 ASYMMETRIC_WZ = 0.2  # ...and rad/s of turn command
 PER_FOOT_FADE = 0.3  # per step: how fast a per-foot landing offset fades while walking straight
-SPEED_BIAS_LIMIT = 0.1  # m/s; the learned plan-velocity correction never exceeds this per axis
 BACKWARD_BLEND_SPEED = 0.1  # m/s of backward command over which the ZMP offset moves to its backward value
 
 _WAIST = "waist_yaw_joint"
@@ -228,9 +227,7 @@ class BuiltinController:
         # learned landing offsets, (forward, outward): one shared by both feet plus one per foot (strafing and turning
         # make the two feet's steps, and so their misses, different)
         self._land_bias = {k: np.zeros(2) for k in ("shared", *SIDES)}
-        self._v_bias = np.zeros(2)  # learned plan-velocity correction (odometry frame)
-        self._v_sum = np.zeros(2)
-        self._v_count = 0
+
         self._landed_target: Vec | None = None
         self.kin.ik_set_posture(joints.DEFAULT_POS)
         self.telemetry = Telemetry()
@@ -256,8 +253,6 @@ class BuiltinController:
             self._stand_transitions(est)
         if self.mode is Mode.WALK:
             self._walk_tick(est)
-            self._v_sum += est.comv[:2]
-            self._v_count += 1
 
         horizon = self._zmp_horizon()
         if self.mode is Mode.WALK and cfg.ref_pull > 0.0:
@@ -388,28 +383,6 @@ class BuiltinController:
         self.cmd = self.cmd + np.clip(target - self.cmd, -rate, rate)
         self._cmd_nonzero = bool(np.any(np.abs(target) >= dead))
 
-    def _plan_velocity(self) -> Vec:
-        """The command plus the learned speed correction (walking frame of the current heading)."""
-        v = self.cmd.copy()
-        v[:2] += _rot2(self.heading).T @ self._v_bias if self._cmd_nonzero else 0.0
-        return v
-
-    def _adapt_speed(self) -> None:
-        """Once per step: integrate the difference between the commanded and the achieved COM velocity (mean of the
-        step's estimates) into the plan's velocity. Capture-point footholds shorten steps whenever the body lags, so
-        without this the robot settles ~10-20 % below the command."""
-        cfg = self.cfg
-        n = self._v_count
-        if n == 0 or not self._cmd_nonzero or cfg.speed_adapt <= 0.0:
-            self._v_bias *= 0.5
-        else:
-            achieved = self._v_sum / n
-            wanted = _rot2(self.heading) @ self.cmd[:2]
-            self._v_bias = np.clip(self._v_bias + cfg.speed_adapt * (wanted - achieved), -SPEED_BIAS_LIMIT,
-                                   SPEED_BIAS_LIMIT)
-        self._v_sum[:] = 0.0
-        self._v_count = 0
-
     def _walking_wanted(self) -> bool:
         return self._cmd_nonzero or self.cfg.step_in_place
 
@@ -442,7 +415,7 @@ class BuiltinController:
         side = OTHER[prev_side]
         w = self._width()
         T = cfg.step_time
-        vx, vy, wz = (0.0, 0.0, 0.0) if stop else self._plan_velocity()
+        vx, vy, wz = (0.0, 0.0, 0.0) if stop else self.cmd
         dyaw = 2.0 * wz * T if wz * SIGN[side] > 0.0 else 0.0
         dyaw = float(np.clip(dyaw, -cfg.max_step_yaw, cfg.max_step_yaw))
         yaw = prev.yaw + dyaw
@@ -583,7 +556,6 @@ class BuiltinController:
         self._landed_target = None if self.swing_target is None else self.swing_target.pos.copy()
         self.feet[swing] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
         self.steps += 1
-        self._adapt_speed()
         self.zero_steps = 0 if self._walking_wanted() else self.zero_steps + 1
         if self.final_step:
             self.mode = Mode.STAND
@@ -632,7 +604,7 @@ class BuiltinController:
         xi_td = z + (xi - z) * math.exp(self.omega * (remaining + 0.5 * cfg.double_support_time))
         T = cfg.step_time
         e = math.exp(self.omega * T)
-        vx, vy, _ = (0.0, 0.0, 0.0) if self.final_step else self._plan_velocity()
+        vx, vy, _ = (0.0, 0.0, 0.0) if self.final_step else self.cmd
         b = np.array([vx * T / (e - 1.0), -SIGN[swing] * self._width() / (1.0 + e) + vy * T / (e - 1.0)])
         r_next = _rot2(self.nominal_target.yaw)
         foot = xi_td - r_next @ b - r_next @ self._zmp_local
