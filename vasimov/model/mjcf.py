@@ -302,11 +302,11 @@ def build_mjcf(
     ``condim 4`` with this torsional coefficient, so each sphere resists spinning with up to
     ``coefficient x normal force``. Why it exists: the real sole is a plate and training used PhysX convex hulls
     (patch friction), while four ``condim 3`` point contacts resist yaw only through their lever arms -- nothing
-    once the pressure sits on a single sphere. Measured on an isolated foot carrying the robot's weight
-    (``docs``/report): a one-sphere contact slips at ~0.9 N*m with ``condim 3`` and ~2.5 N*m with 0.005 m; two
-    toe spheres 6.1 -> 6.4 N*m; four spheres ~17 N*m either way. 0.005 m (the sheet's own, so far unused, MuJoCo
-    default and ~(2/3) mu a for a ~1 cm rubber patch) is the physically plausible value; it is off by default
-    because it is not in the sheet's contact model.
+    once the pressure sits on a single sphere. Measured on an isolated foot (the sheet's spheres, 32.2 kg, yaw
+    torque ramped until the foot turns 0.01 rad): one loaded sphere slips at ~0.9 N*m with ``condim 3`` and
+    ~2.5 N*m with 0.005 m; two toe spheres 6.1 -> 6.4 N*m; four spheres ~17 N*m either way. 0.005 m (the sheet's
+    own, so far unused, MuJoCo default; ~(2/3) mu a for a ~1 cm rubber patch) is the physically plausible value.
+    Off by default: it is not in the sheet's contact model, and the built-in walker's results do not change with it.
     """
     if not math.isfinite(gantry_height):
         raise ValueError(f"gantry_height must be finite, got {gantry_height}")

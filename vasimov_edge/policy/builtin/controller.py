@@ -15,11 +15,15 @@ and the centre of pressure inside it.**
   errors) until it asks for a CoP behind the heel; the pull keeps the planned ZMP reachable.
 * **Capture-point feedback** on top (``walk_dcm_gain``/``stand_dcm_gain``): the COM command moves against the
   divergent-component error, so the stiff joints shift the pressure the right way. Standing pushes are rejected
-  this way without a step.
+  this way without a step. While walking, a fifth of each foothold comes from the capture-point rule
+  (``dcm_step_gain``): a body that lags gets a shorter step instead of a CoP behind the heel.
+* **Commands inside the walked envelope** (``command_limit``, ``command_combined_limit``): larger or strongly
+  combined commands are scaled down, so the robot walks slower than asked rather than falling.
 * **Swing foot**: lifted first, moved, set down (min-jerk pieces), steered through the point below the ankle so the
   foot pitches toe-down only as far as the ankle's dorsiflexion stop forces it, with a swing IK whose pitch has a
   small but real weight (a near-zero weight let the IK jump between solutions at 30 rad/s). A learned landing
-  offset removes the repeatable few centimetres the PD-tracked leg lands long.
+  offset removes the repeatable few centimetres the PD-tracked leg lands long (plus one per foot while strafing or
+  turning, when the two feet miss differently).
 * **Heading**: once per step the next foothold turns by a clipped fraction of the heading error; the hips never
   fight the sole for yaw.
 
@@ -376,9 +380,17 @@ class BuiltinController:
         return {"left": 0.5, "right": 0.5}
 
     def _slew_command(self, raw: Vec) -> None:
+        """The command the gait uses: dead-banded, limited to the envelope the gait was shown to walk (a combined
+        command is scaled down as a whole so its parts together stay inside), and slewed."""
         cfg = self.cfg
         dead = np.array(cfg.command_deadband)
         target = np.where(np.abs(raw) < dead, 0.0, raw)
+        fwd, back, side, turn = cfg.command_limit
+        target = np.clip(target, [-back, -side, -turn], [fwd, side, turn])
+        parts = np.abs(target) / np.array([fwd if target[0] >= 0.0 else back, side, turn])
+        allowed = max(float(parts.max()), cfg.command_combined_limit)  # one part alone may use its whole range
+        if parts.sum() > allowed:
+            target = target * (allowed / float(parts.sum()))
         rate = np.array(cfg.command_rate) * cfg.control_dt
         self.cmd = self.cmd + np.clip(target - self.cmd, -rate, rate)
         self._cmd_nonzero = bool(np.any(np.abs(target) >= dead))
