@@ -314,14 +314,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     scenarios = standard_scenarios()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help=f"scenarios to run (default: all): {', '.join(scenarios)}")
+    ap.add_argument("--policy", default="builtin",
+                    help="backend to score: builtin (default), hold, a local .onnx file or hf://REPO@REVISION; "
+                         "the same scenarios then compare the official checkpoint with the built-in controller")
     args = ap.parse_args(argv)
+    factory = default_backend_factory
+    if args.policy != "builtin":
+        from vasimov_edge.policy.registry import make_backend
+
+        backend = make_backend(args.policy)  # resolve (and verify) once, fail before any scenario runs
+
+        def factory(**_options: object) -> PolicyBackend:  # scenario options tune the built-in controller only
+            backend.reset()
+            return backend
     names = args.names or list(scenarios)
     unknown = [n for n in names if n not in scenarios]
     if unknown:
         ap.error(f"unknown scenario(s) {unknown}; valid: {', '.join(scenarios)}")
     results = []
     for n in names:
-        r = run_scenario(scenarios[n])
+        r = run_scenario(scenarios[n], factory)
         results.append(r)
         print(json.dumps(asdict(r)), flush=True)
     print(format_table(results))
