@@ -16,11 +16,11 @@ import yaml
 from harness import Graph, wait_for
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosprobe import RosProbe
+from vasimov_msgs.msg import FirmwareState, MotorCommand, PlantState, PolicyStep
 
 from vasimov import joints
 from vasimov.ros import topics
 from vasimov_edge.policy.synthetic import make_linear_policy
-from vasimov_msgs.msg import FirmwareState, MotorCommand, PlantState, PolicyStep
 
 pytestmark = pytest.mark.graph
 FACTS = yaml.safe_load((Path(joints.__file__).parent / "data" / "asimov1_facts.yaml").read_text())
