@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import signal
 import subprocess
@@ -23,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV_BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, VENV_BIN, graph_env
 
 
 def single_process_rtf(policy: str, sim_seconds: float) -> float:
@@ -42,18 +41,10 @@ def single_process_rtf(policy: str, sim_seconds: float) -> float:
     return sim_seconds / (time.perf_counter() - t0)
 
 
-def _env(domain: int) -> dict[str, str]:
-    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / "config" / "fastdds_localhost.xml"),
-               ROS_LOG_DIR=str(ROOT / ".ros_log"))
-    env.pop("ROS_PYTHON_CHECK_FIELDS", None)
-    return env
-
-
 def graph_lockstep_rtf(policy: str, script: str, sim_seconds: float, *extra: str) -> float:
     out = subprocess.run([str(VENV_BIN / "vasimov"), "up", "--lockstep", "--duration", str(sim_seconds),
                           "--policy", policy, "--script", script, *extra],
-                         env=_env(101), capture_output=True, text=True, timeout=1800, cwd=ROOT)
+                         env=graph_env(101), capture_output=True, text=True, timeout=1800, cwd=ROOT)
     m = re.search(r"real-time factor ([0-9.]+)", out.stdout)
     if out.returncode != 0 or m is None:
         raise RuntimeError(f"lockstep run failed ({out.returncode}):\n{out.stdout[-3000:]}{out.stderr[-2000:]}")
@@ -61,7 +52,7 @@ def graph_lockstep_rtf(policy: str, script: str, sim_seconds: float, *extra: str
 
 
 def realtime_lateness(policy: str, seconds: float) -> dict:
-    proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", "--policy", policy], env=_env(102),
+    proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", "--policy", policy], env=graph_env(102),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and proc.poll() is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,20 +15,13 @@ import tempfile
 import threading
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV_BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, VENV_BIN, graph_env
+
 sys.path.insert(0, str(ROOT / "test"))
 
 RTF = re.compile(r"real-time factor ([0-9.]+)")
 PORT = re.compile(r"foxglove server on ([0-9.]+):(\d+)")
-
-
-def _env(domain: int) -> dict[str, str]:
-    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / "config" / "fastdds_localhost.xml"),
-               ROS_LOG_DIR=str(ROOT / ".ros_log"))
-    env.pop("ROS_PYTHON_CHECK_FIELDS", None)
-    return env
 
 
 def run(sim_seconds: float, script: Path, *, observe: bool, record_dir: Path | None) -> tuple[float, dict]:
@@ -38,7 +30,7 @@ def run(sim_seconds: float, script: Path, *, observe: bool, record_dir: Path | N
     args += ["foxglove_port:=0"] if observe else ["foxglove:=false"]
     if record_dir is not None:
         args += ["--record", str(record_dir)]
-    proc = subprocess.Popen(args, env=_env(103 if observe else 104), cwd=ROOT, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(args, env=graph_env(103 if observe else 104), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     port_seen = threading.Event()
