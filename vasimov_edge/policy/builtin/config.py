@@ -65,6 +65,13 @@ class ControllerConfig:
     # (the two feet's steps -- and their misses -- then differ). Measured: 0.3 makes turn 0.3 rad/s and strafing
     # +/-0.2 m/s pass 5 of 5 starts (0-2 of 5 without); always on, it breaks straight walking.
     landing_adapt_per_foot: float = 0.3
+    # per step: fraction of the learned landing offsets forgotten when a part of the command ran down or reversed
+    # since the last landing (0.05 m/s, 0.05 m/s or 0.2 rad/s count fully). The misses belong to the gait they were
+    # learned on: 5 cm of "lands long" from 0.3 m/s forward, kept into a turn in place, aims the feet short and the
+    # stance sole spins (measured: forward 0.3 -> turn -0.3 fell in 3 of 3 starts, with 0.8 none; random_20x3s
+    # walks 25-27 s instead of 7 s together with the limits below)
+    landing_change_fade: float = 0.8
+    landing_change_fade_per_foot: bool = True  # per-foot offsets too (strafe/turn misses kept into backward walking)
     # --- command handling
     command_deadband: tuple[float, float, float] = (0.02, 0.02, 0.05)  # below this the robot may stand
     # m/s^2, m/s^2, rad/s^2 slew of the used command (measured: gentler starts load the heels less)
@@ -73,10 +80,25 @@ class ControllerConfig:
     # 0.4 forward and backward fall within 3.2 s; 0.3 sideways and 0.8 rad/s turning still walk). Larger commands
     # (the SDK allows 0.4/0.4/0.8) are clipped: the robot walks slower than asked instead of falling.
     command_limit: tuple[float, float, float, float] = (0.3, 0.2, 0.3, 0.8)
-    # sum of the command's parts as fractions of their limits allowed when several are non-zero (a single part may
-    # use its whole range); a combined command beyond it is scaled down as a whole. Measured: 0.15 m/s forward + 0.1
-    # sideways + 0.2 rad/s (sum 1.08) falls at 6.7 s, scaled to 0.7 it walks 10 s; each part alone walks.
-    command_combined_limit: float = 0.7
+    # sum of the command's parts as fractions of their limits allowed when several are equally large (a single part
+    # may use its whole range; see command_combined_exponent); a combined command beyond it is scaled down as a
+    # whole. Measured: 0.15 m/s forward + 0.1 sideways + 0.2 rad/s (sum 1.08) falls at 6.7 s, scaled to 0.7 it walks
+    # 10 s; each part alone walks. random_20x3s: 0.7 with a saturated part allowing the rest up to 1.0 falls at 6.9 s.
+    command_combined_limit: float = 0.5
+    # per step: integral gain of a stride-length correction from leg odometry (the body's measured advance per step
+    # against the commanded one): the capture-point blend and landing misses otherwise walk ~10 % short. The
+    # correction only lengthens, is learned at a steady command only, is clipped to ``stride_adapt_limit`` of the
+    # commanded stride (so it vanishes with the command) and fades out toward the forward limit. Measured over 5
+    # starts: forward 0.2 m/s walks 1.90-1.95 m in 10 s instead of 1.54-1.68 m.
+    stride_adapt: float = 0.2
+    stride_adapt_limit: float = 0.25
+    # how much more strictly a command with several parts is scaled down: the allowed sum of the parts' fractions
+    # is command_combined_limit + (1 - command_combined_limit) * (largest part / sum) ** this (0: one saturated part
+    # lets the others add up to its whole range; measured: 2 -> random_20x3s walks 25-27 s, 1 and 3 fall sooner)
+    command_combined_exponent: float = 2.0
+    # hold the slewed command inside the combined limit too: going from one command to another never passes through
+    # a combination beyond it (measured: random_20x3s falls at 25.9-27.2 s over 5 starts, without 24.5-26.8 s)
+    limit_slewed_command: bool = True
     stop_steps: int = 2  # steps taken with a zero command before standing still
     step_in_place: bool = False  # keep stepping at zero command instead of standing
     # --- ZMP preview (standing and walking)

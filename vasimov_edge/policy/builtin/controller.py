@@ -61,7 +61,9 @@ LANDING_BIAS_LIMIT = 0.05  # m; the learned landing offset never exceeds this pe
 ASYMMETRIC_VY = 0.1  # m/s of sideways command at which the feet count as stepping differently...
 ASYMMETRIC_WZ = 0.2  # ...and rad/s of turn command
 PER_FOOT_FADE = 0.3  # per step: how fast a per-foot landing offset fades while walking straight
+LANDING_CHANGE_SCALE = np.array([0.05, 0.05, 0.2])  # m/s, m/s, rad/s of command run-down that counts as a new gait
 BACKWARD_BLEND_SPEED = 0.1  # m/s of backward command over which the ZMP offset moves to its backward value
+STRIDE_TAPER_SPEED = 0.1  # m/s below the forward limit over which the stride correction fades out
 
 _WAIST = "waist_yaw_joint"
 
@@ -233,6 +235,9 @@ class BuiltinController:
         self._land_bias = {k: np.zeros(2) for k in ("shared", *SIDES)}
 
         self._landed_target: Vec | None = None
+        self._cmd_target = np.zeros(3)
+        self._cmd_at_landing = np.zeros(3)
+        self._stride_corr = 0.0  # m per step added to the commanded stride (leg-odometry speed tracking)
         self.kin.ik_set_posture(joints.DEFAULT_POS)
         self.telemetry = Telemetry()
 
@@ -381,19 +386,32 @@ class BuiltinController:
 
     def _slew_command(self, raw: Vec) -> None:
         """The command the gait uses: dead-banded, limited to the envelope the gait was shown to walk (a combined
-        command is scaled down as a whole so its parts together stay inside), and slewed."""
+        command is scaled down as a whole so its parts together stay inside), and slewed -- the slewed command is
+        held inside the same combined limit, so changing from one command to another never passes through a
+        combination beyond it (fast forward fading while a turn builds up)."""
         cfg = self.cfg
         dead = np.array(cfg.command_deadband)
         target = np.where(np.abs(raw) < dead, 0.0, raw)
         fwd, back, side, turn = cfg.command_limit
-        target = np.clip(target, [-back, -side, -turn], [fwd, side, turn])
-        parts = np.abs(target) / np.array([fwd if target[0] >= 0.0 else back, side, turn])
-        allowed = max(float(parts.max()), cfg.command_combined_limit)  # one part alone may use its whole range
-        if parts.sum() > allowed:
-            target = target * (allowed / float(parts.sum()))
+        target = self._limit_combined(np.clip(target, [-back, -side, -turn], [fwd, side, turn]))
         rate = np.array(cfg.command_rate) * cfg.control_dt
-        self.cmd = self.cmd + np.clip(target - self.cmd, -rate, rate)
+        cmd = self.cmd + np.clip(target - self.cmd, -rate, rate)
+        self.cmd = self._limit_combined(cmd) if cfg.limit_slewed_command else cmd
+        self._cmd_target = target
         self._cmd_nonzero = bool(np.any(np.abs(target) >= dead))
+
+    def _limit_combined(self, v: Vec) -> Vec:
+        """``v`` scaled down as a whole so the sum of its parts (as fractions of their limits) stays allowed."""
+        cfg = self.cfg
+        fwd, back, side, turn = cfg.command_limit
+        parts = np.abs(v) / np.array([fwd if v[0] >= 0.0 else back, side, turn])
+        total = float(parts.sum())
+        if cfg.command_combined_exponent > 0.0 and total > 0.0:
+            dominance = (float(parts.max()) / total) ** cfg.command_combined_exponent
+            allowed = cfg.command_combined_limit + (1.0 - cfg.command_combined_limit) * dominance
+        else:
+            allowed = max(float(parts.max()), cfg.command_combined_limit)  # one part alone may use its whole range
+        return v * (allowed / total) if total > allowed else v
 
     def _walking_wanted(self) -> bool:
         return self._cmd_nonzero or self.cfg.step_in_place
@@ -432,7 +450,10 @@ class BuiltinController:
         dyaw = float(np.clip(dyaw, -cfg.max_step_yaw, cfg.max_step_yaw))
         yaw = prev.yaw + dyaw
         centre = prev.pos[:2] - _rot2(prev.yaw) @ np.array([0.0, SIGN[prev_side] * 0.5 * w])
-        adv = np.array([float(np.clip(vx * T, -cfg.max_step_length, cfg.max_step_length)), vy * T])
+        stride = vx * T
+        if not stop and vx * self.cmd[0] > 0.0:
+            stride += float(np.clip(self._stride_corr, 0.0, self._stride_limit(vx)))
+        adv = np.array([float(np.clip(stride, -cfg.max_step_length, cfg.max_step_length)), vy * T])
         centre = centre + _rot2(prev.yaw + 0.5 * dyaw) @ adv
         pos = centre + _rot2(yaw) @ np.array([0.0, SIGN[side] * 0.5 * w])
         return FootPose(np.append(pos, 0.0), yaw)
@@ -547,14 +568,22 @@ class BuiltinController:
             e = rot.T @ (p[:2] - self._landed_target[:2])
             e[1] *= SIGN[self.stance]  # (forward, outward)
             shared = self._land_bias["shared"]
+            # the misses depend on the gait: where the command ran down since the last landing, forget part of them
+            # (a part fading or reversing ends the gait the offsets were learned on; a part building up does not)
+            prev, now = self._cmd_at_landing, self.cmd
+            ended = np.where(prev * now >= 0.0, np.maximum(np.abs(prev) - np.abs(now), 0.0), np.abs(prev - now))
+            change = float(np.max(ended / LANDING_CHANGE_SCALE))
+            keep = 1.0 - cfg.landing_change_fade * min(1.0, change)
+            shared *= keep
             shared[:] = np.clip(shared + cfg.landing_adapt * e, -LANDING_BIAS_LIMIT, LANDING_BIAS_LIMIT)
             # the per-foot part learns only while the feet step differently (strafing, turning) and fades otherwise:
             # walking straight, two per-foot integrators on top of the shared one rock into long/short step pairs
             asym = min(1.0, max(abs(self.cmd[1]) / ASYMMETRIC_VY, abs(self.cmd[2]) / ASYMMETRIC_WZ))
             own = self._land_bias[self.stance]
-            own *= 1.0 - PER_FOOT_FADE * (1.0 - asym)
+            own *= (1.0 - PER_FOOT_FADE * (1.0 - asym)) * (keep if cfg.landing_change_fade_per_foot else 1.0)
             own[:] = np.clip(own + cfg.landing_adapt_per_foot * asym * e, -LANDING_BIAS_LIMIT, LANDING_BIAS_LIMIT)
         self._landed_target = None
+        self._cmd_at_landing = self.cmd.copy()
 
     def _touchdown(self, est: Estimate) -> None:
         """The swing foot is down: make it the stance foot and decide whether to keep walking."""
@@ -564,6 +593,7 @@ class BuiltinController:
         p[2] = 0.0
         Rs = est.sole[swing][1]
         old_stance = self.stance
+        self._track_stride(p, old_stance)
         self.zmp_from = self._zmp_point(self.feet[old_stance])
         self._landed_target = None if self.swing_target is None else self.swing_target.pos.copy()
         self.feet[swing] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
@@ -595,6 +625,31 @@ class BuiltinController:
             nominal = FootPose(np.append(pos, 0.0), nominal.yaw + corr)
         self.nominal_target = self._constrain(old_stance, self.feet[swing], nominal)
         self.swing_target = self.nominal_target.copy()
+
+    def _stride_limit(self, vx: float) -> float:
+        """Largest stride correction (m) at forward speed ``vx``: a fraction of the stride, tapering to nothing at the
+        forward limit (the fastest gait already walks its distance, and longer steps there trip it)."""
+        cfg = self.cfg
+        taper = min(1.0, max(0.0, (cfg.command_limit[0] - vx) / STRIDE_TAPER_SPEED))
+        return cfg.stride_adapt_limit * abs(vx) * cfg.step_time * taper
+
+    def _track_stride(self, landed: Vec, old_stance: str) -> None:
+        """Speed tracking from leg odometry: half the landed foot's advance since its last footprint is the body's
+        advance this step; an integral correction lengthens the next strides by what the walk falls short."""
+        cfg = self.cfg
+        vx = self.cmd[0]
+        if cfg.stride_adapt <= 0.0 or vx < cfg.command_deadband[0]:  # forward only (backward walks its distance)
+            self._stride_corr = 0.0
+            return
+        if self.swing_from is None or self.steps < 2 or self.final_step:
+            return
+        if abs(self._cmd_target[0] - vx) > 1e-6:  # learn at a steady command only: slowing down, the body's
+            return  # momentum lengthens the steps, and a shorter stride then would trip it
+        straight = 1.0 - min(1.0, max(abs(self.cmd[1]) / ASYMMETRIC_VY, abs(self.cmd[2]) / ASYMMETRIC_WZ))
+        adv = 0.5 * float((_rot2(self.feet[old_stance].yaw).T @ (landed[:2] - self.swing_from.pos[:2]))[0])
+        lim = self._stride_limit(vx)
+        corr = self._stride_corr + cfg.stride_adapt * straight * (vx * cfg.step_time - adv)
+        self._stride_corr = float(np.clip(corr, 0.0, lim))  # lengthen only: never shorten a step below the plan
 
     def _adjust_step(self, err: Vec) -> None:
         """Blend the capture-point foothold into the nominal one (``dcm_step_gain``; off by default).
