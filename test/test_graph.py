@@ -175,7 +175,7 @@ def test_physics_divergence_becomes_a_published_fault(graph_factory):
         wait_for(lambda: probe.count(topics.PLANT_FAULT) >= 1, 10, "a PlantFault")
         fault = probe.last(topics.PLANT_FAULT)
         assert fault.kind in ("non_finite", "mujoco_warning")  # MuJoCo may notice the NaN first
-        assert "physics fault" in g.output()
+        wait_for(lambda: "physics fault" in g.output(), 10, "the fault in the plant's log")
         # the graph is still up and a virtual restart recovers the plant
         http_json_when_ready("http://127.0.0.1:3000/api/sim/restart", {})
         wait_for(lambda: http_json("http://127.0.0.1:3000/api/sim/truth")["epoch"] == 1, 10, "restart")
