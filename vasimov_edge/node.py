@@ -68,15 +68,15 @@ class EdgeNode(Node):
         self.pub_cmd = self.create_publisher(MotorCommand, topics.MOTOR_COMMAND, qos.LOOP)
         self.pub_state = self.create_publisher(FirmwareState, topics.FIRMWARE_STATE, qos.LOOP)
         sub_policy = self.create_subscription(PolicyStep, topics.POLICY_STEP, self.on_policy, qos.LOOP)
-        subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
-        if self.lockstep:
-            subscribe_when_ready(self, [sub_policy], subscribe_tick)
-        else:
-            subscribe_tick()
         self.create_subscription(RobotCommandMsg, topics.ROBOT_COMMAND, self.on_command, qos.COMMANDS)
         self.create_subscription(Twist, topics.CMD_VEL, self.on_cmd_vel, qos.COMMANDS)
         self.m_cmd = MotorCommand()
         self.m_state = FirmwareState()
+        subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
+        if self.lockstep:
+            subscribe_when_ready(self, [sub_policy], subscribe_tick, outputs=[self.pub_cmd, self.pub_state])
+        else:
+            subscribe_tick()
         self.get_logger().info("edge ready: firmware boots in DAMP on the virtual gantry")
 
     # -- inputs --------------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ class PolicyNode(Node):
         sub_fw = self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
         subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
         if self.lockstep:
-            subscribe_when_ready(self, [sub_fw], subscribe_tick)
+            subscribe_when_ready(self, [sub_fw], subscribe_tick, outputs=[self.pub])
         else:
             subscribe_tick()
         self.m = PolicyStep()

@@ -34,6 +34,7 @@ from vasimov.frames import rotate_inverse
 from vasimov.model.urdf import build_urdf
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
+from vasimov.ros.lockstep import writers_matched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov_plant.physics import PhysicsError, PlantCore
@@ -295,7 +296,9 @@ class PlantNode(Node):
         readers = {info.node_name for info in self.get_subscriptions_info_by_topic(topics.PLANT_TICK)}
         return (readers >= LOCKSTEP_NODES
                 and self.pub_tick.get_subscription_count() >= self.p["lockstep_participants"]
-                and self.count_publishers(topics.MOTOR_COMMAND) >= 1)
+                and self.count_publishers(topics.MOTOR_COMMAND) >= 1
+                and writers_matched(self, [self.pub_state, self.pub_tick, self.pub_clock, self.pub_joints,
+                                           self.pub_imu, self.pub_odom, self.pub_feet]))
 
     def realtime_loop(self, stop: threading.Event) -> None:
         """Pace physics to the wall clock; catch up at most a few control periods, then drop the backlog."""

@@ -14,12 +14,20 @@ from typing import Any
 from rclpy.clock import Clock, ClockType
 
 
-def subscribe_when_ready(node: Any, inputs: list[Any], subscribe: Callable[[], None], period_s: float = 0.02) -> None:
-    """Call `subscribe()` once every subscription in `inputs` has at least one matched publisher."""
+def writers_matched(node: Any, publishers: list[Any]) -> bool:
+    """Every reader the graph knows of is matched by each writer itself: a volatile writer delivers only to readers
+    it has matched when it writes, and a reader seeing the writer does not imply the reverse."""
+    return all(pub.get_subscription_count() >= node.count_subscribers(pub.topic_name) for pub in publishers)
+
+
+def subscribe_when_ready(node: Any, inputs: list[Any], subscribe: Callable[[], None], outputs: list[Any] = (),
+                         period_s: float = 0.02) -> None:
+    """Call `subscribe()` once every subscription in `inputs` has a matched publisher and every publisher in
+    `outputs` has matched every reader the graph knows of (so no reader, a recorder say, misses tick 0)."""
     state: dict[str, Any] = {}
 
     def check() -> None:
-        if all(sub.get_publisher_count() > 0 for sub in inputs):
+        if all(sub.get_publisher_count() > 0 for sub in inputs) and writers_matched(node, list(outputs)):
             state["timer"].cancel()
             node.destroy_timer(state["timer"])
             subscribe()
