@@ -8,6 +8,7 @@ graph computes the same trajectory as this reference.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,8 +64,6 @@ class ClosedLoop:
 
     def step_tick(self) -> TickRecord:
         """One control tick: decide from the current sensors, then run `decimation` physics steps."""
-        import time
-
         s = self.plant.sensors()
         t = self.firmware_time
         fw_prev = self.last_fw

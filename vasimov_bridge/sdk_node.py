@@ -224,7 +224,7 @@ class SdkBridgeNode(Node):
         return {
             "udp_rejections": dict(self.lane.rejections.snapshot()),
             "udp": self.lane.counters,
-            "http": self.http.counters if hasattr(self.http, "counters") else {},
+            "http": self.http.counters,
             "state_frames_sent": int(self.sequence),
             "state_build_errors": self.build_errors,
             "firmware": {} if fw is None else dict(zip(fw.counter_names, [int(v) for v in fw.counter_values],

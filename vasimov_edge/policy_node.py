@@ -20,7 +20,6 @@ from vasimov.ros.convert import from_stamp
 from vasimov.ros.lockstep import subscribe_when_ready
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
-from vasimov.tick_sync import TickSync
 from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
 from vasimov_edge.policy.registry import make_backend
 
@@ -37,7 +36,6 @@ class PolicyNode(Node):
         self.p = declare(self, PARAMS)
         self.lockstep = bool(self.p["lockstep"])
         self.backend = make_backend(self.p["backend"])
-        self.sync = TickSync(("state",))
         self.fw_by_tick: dict[int, FirmwareState] = {}
         self.latest_fw: FirmwareState | None = None
         self.epoch = 0
