@@ -20,6 +20,7 @@ import math
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -149,6 +150,13 @@ class _Server(ThreadingHTTPServer):
                     + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("ascii")
                     + body
                 )
+                # Lingering close: closing with the client's request still unread would send a RST that can
+                # destroy the 503 before the client reads it, so half-close and drain briefly first.
+                request.shutdown(socket.SHUT_WR)
+                request.settimeout(0.1)
+                give_up = time.monotonic() + 0.3  # bounded: a trickling client cannot hold the accept loop
+                while time.monotonic() < give_up and request.recv(4096):
+                    pass
             except OSError:
                 pass
             self.shutdown_request(request)
