@@ -17,3 +17,43 @@ def graph_env(domain: int) -> dict[str, str]:
                ROS_LOG_DIR=str(ROOT / ".ros_log"))
     env.pop("ROS_PYTHON_CHECK_FIELDS", None)
     return env
+
+
+class CpuSampler:
+    """CPU seconds per process of a running graph, by node executable name, sampled until ``stop()`` (a node's
+    last sample before it exits is what counts, so the figures miss at most one sampling period)."""
+
+    def __init__(self, pid: int, period: float = 0.2) -> None:
+        import threading
+
+        import psutil
+
+        self._root = psutil.Process(pid)
+        self._period = period
+        self.cpu: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.wait(self._period):
+            try:
+                procs = [self._root, *self._root.children(recursive=True)]
+            except psutil.Error:
+                return
+            for p in procs:
+                try:
+                    cmd = p.cmdline()
+                    t = p.cpu_times()
+                except psutil.Error:
+                    continue
+                script = len(cmd) > 1 and Path(cmd[0]).name.startswith("python")
+                name = Path(cmd[1] if script else cmd[0]).name
+                self.cpu[name] = t.user + t.system
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return {k: round(v, 2) for k, v in sorted(self.cpu.items())}

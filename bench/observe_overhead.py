@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, VENV_BIN, graph_env
+from common import ROOT, VENV_BIN, CpuSampler, graph_env
 
 sys.path.insert(0, str(ROOT / "test"))
 
@@ -47,6 +47,7 @@ def run(sim_seconds: float, script: Path, *, observe: bool, record_dir: Path | N
 
     t = threading.Thread(target=pump, daemon=True)
     t.start()
+    sampler = CpuSampler(proc.pid)
     stats: dict = {}
     client = None
     if observe and port_seen.wait(60):
@@ -58,6 +59,7 @@ def run(sim_seconds: float, script: Path, *, observe: bool, record_dir: Path | N
         for channel in list(client.channels.values()):
             client.subscribe_once(channel["topic"])
     proc.wait(timeout=3600)
+    stats["cpu_seconds"] = sampler.stop()
     t.join(timeout=10)
     if client is not None:
         stats["channels_subscribed"] = len(client._subscribed)
@@ -77,12 +79,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "script.yaml"
         script.write_text("- {t: 0.1, cmd: stand}\n- {t: 4.0, cmd: velocity, vx: 0.0}\n")
-        base, _ = run(ns.sim_seconds, script, observe=False, record_dir=None)
+        base, base_stats = run(ns.sim_seconds, script, observe=False, record_dir=None)
         observed, stats = run(ns.sim_seconds, script, observe=True, record_dir=Path(tmp) / "bag")
         print(f"lockstep RTF without Foxglove or recording: {base:.2f}")
         print(f"lockstep RTF with a Foxglove client on every channel and recording: {observed:.2f} "
               f"({100 * observed / base:.0f} % of the bare run; target >= 80 %)")
-        print(json.dumps({"bare_rtf": base, "observed_rtf": observed, "ratio": observed / base, **stats}))
+        print(f"CPU seconds per process, bare:     {base_stats['cpu_seconds']}")
+        print(f"CPU seconds per process, observed: {stats['cpu_seconds']}")
+        print(json.dumps({"bare_rtf": base, "observed_rtf": observed, "ratio": observed / base,
+                          "bare_cpu_seconds": base_stats["cpu_seconds"], **stats}))
     return 0
 
 

@@ -179,6 +179,19 @@ def test_node_clock_stamps_are_logged_at_sim_time(store, tmp_path):
     rec.close()
 
 
+def test_zero_stamp_is_the_first_step_only_near_the_start(store, tmp_path):
+    """The recorder takes messages in batches, so step 0's state can be taken after a later /clock: its zero stamp
+    is sim time 0. Long after the start a zero stamp means 'unset' and the latest /clock stands in."""
+    rec = bag.BagRecorder(tmp_path / "b", store, queue_size=100)
+    h_state = rec.add_topic("/s", "vasimov_msgs/msg/PlantState")
+    assert rec.timestamp(h_state, _plant_state(store, 0, stamp_ns=0)) == 0
+    rec.set_clock(20_000_000)
+    assert rec.timestamp(h_state, _plant_state(store, 0, stamp_ns=0)) == 0
+    rec.set_clock(bag.ZERO_STAMP_WINDOW_NS + 5_000_000)
+    assert rec.timestamp(h_state, _plant_state(store, 0, stamp_ns=0)) == bag.ZERO_STAMP_WINDOW_NS + 5_000_000
+    rec.close()
+
+
 def test_full_queue_drops_and_counts_instead_of_growing(store, tmp_path):
     rec = bag.BagRecorder(tmp_path / "b", store, queue_size=100)
     h = rec.add_topic("/vasimov/plant/state", "vasimov_msgs/msg/PlantState")

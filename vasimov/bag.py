@@ -45,6 +45,8 @@ _SEC_NSEC = {b"\x00": struct.Struct(">iI"), b"\x01": struct.Struct("<iI")}  # CD
 _INFINITE = QosTime(2147483647, 4294967295)  # how rosbag2 writes an infinite duration
 #: A stamp this far ahead of the latest /clock is not simulated time (it is some node's wall clock).
 MAX_STAMP_LEAD_NS = 10_000_000_000
+# a zero stamp counts as sim time 0 only while the latest /clock is within this of the start
+ZERO_STAMP_WINDOW_NS = 1_000_000_000
 #: Before any /clock: stamps after 2001-09-09 (1e9 s since the epoch) are wall clock, not a simulation's time.
 WALL_CLOCK_NS = 1_000_000_000 * 1_000_000_000
 #: Packages whose stamps are the publishing node's clock, not the simulation's.
@@ -286,8 +288,10 @@ class BagRecorder:
         """Log time for ``raw``: its own leading stamp if that is simulated time, else the latest /clock, else None."""
         if handle.stamped:
             ns = cdr_stamp_ns(raw)
-            if ns:
-                clock = self.clock_ns
+            clock = self.clock_ns
+            # a zero stamp is the simulation's first step while the clock is still near it (messages of one batch
+            # may be taken after a later /clock); later, it is an unset stamp
+            if ns or (ns == 0 and (clock is None or clock <= ZERO_STAMP_WINDOW_NS)):
                 limit = WALL_CLOCK_NS if clock is None else clock + MAX_STAMP_LEAD_NS
                 if ns <= limit:
                     return ns

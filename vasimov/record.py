@@ -47,6 +47,7 @@ from vasimov_msgs.msg import Provenance
 from vasimov import bag
 from vasimov.introspect import IntrospectError, adapted_qos, message_class, publisher_qos_flags
 from vasimov.ros import qos, topics
+from vasimov.ros.batch_take import spin_once_batched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
 
@@ -65,6 +66,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               min=100, max=10_000_000),
     ParamSpec("subscription_depth", 1000, "KEEP_LAST depth of each recording subscription (DDS-side buffer).",
               min=1, max=100_000),
+    ParamSpec("batch_period", 0.01, "Seconds the recorder lets messages gather in DDS between takes (fewer "
+              "wake-ups at lockstep rates; the subscription depth must hold a period's worth).", min=0.0, max=0.5),
     ParamSpec("compression", "zstd", "MCAP chunk compression.", choices=("zstd", "none")),
     ParamSpec("exclude", "", "Regular expression; matching topics are not recorded ('' = record all)."),
     ParamSpec("drain_time", 2.0, "Seconds, after a stop request, to keep taking messages DDS already delivered.",
@@ -349,7 +352,7 @@ class RecorderNode(Node):
         """Take what DDS already delivered: spin until nothing arrived for 0.3 s, at most ``drain_time``."""
         deadline = time.monotonic() + self.p["drain_time"]
         while time.monotonic() < deadline and time.monotonic() - self.last_rx < 0.3:
-            executor.spin_once(timeout_sec=0.05)
+            spin_once_batched(executor, self, 0.05)
 
     def close(self) -> bag.RecordSummary:
         if self.lost:
@@ -382,7 +385,8 @@ def main(args: list[str] | None = None) -> int:
         executor.add_node(node)
         node.start(executor)
         while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
+            spin_once_batched(executor, node, 0.1)
+            stop.wait(node.p["batch_period"])  # let messages gather: one wake-up per batch, not per message
         node.drain(executor)
     except ExternalShutdownException:
         pass

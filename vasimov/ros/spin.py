@@ -24,6 +24,18 @@ def make_executor() -> Any:
     return EventsExecutor()
 
 
+def spin_batched(executor: Any, node: Any, period: float) -> None:
+    """For observer nodes: wake at most once per ``period``, then take every message that gathered meanwhile
+    (``vasimov.ros.batch_take``); per-message wake-ups were most of an observer's CPU at lockstep rates."""
+    import time
+
+    from vasimov.ros.batch_take import spin_once_batched
+
+    while rclpy.ok():
+        spin_once_batched(executor, node, 0.1)
+        time.sleep(period)
+
+
 def run_node(name: str, factory: Callable[[], Any], args: list[str] | None = None,
              config_errors: tuple[type[BaseException], ...] = (ValueError,)) -> int:
     """Build the node, spin until Ctrl-C/SIGTERM, and always release the node and the context."""
@@ -34,7 +46,11 @@ def run_node(name: str, factory: Callable[[], Any], args: list[str] | None = Non
         node = factory()
         executor = make_executor()
         executor.add_node(node)
-        executor.spin()
+        batch_period = float(getattr(node, "batch_period", 0.0))
+        if batch_period > 0.0:
+            spin_batched(executor, node, batch_period)
+        else:
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         code = 0
     except config_errors as exc:
