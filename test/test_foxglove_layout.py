@@ -121,9 +121,9 @@ TL, V = DurabilityPolicy.TRANSIENT_LOCAL, DurabilityPolicy.VOLATILE
 
 @pytest.mark.parametrize("publishers,reliability,durability,depth", [
     ([qos.LATCHED], R, TL, 1),
-    ([qos.TELEMETRY], R, V, 50),
-    ([qos.LOOP, qos.TELEMETRY], R, V, 50),
-    ([qos.LATCHED, qos.TELEMETRY], R, V, 50),  # a volatile publisher would never match a latched reader
+    ([qos.TELEMETRY], B, V, 50),  # a viewer never costs a publisher acknowledgements
+    ([qos.LOOP, qos.TELEMETRY], B, V, 50),
+    ([qos.LATCHED, qos.TELEMETRY], B, V, 50),  # a volatile publisher would never match a latched reader
     ([QoSProfile(depth=5, reliability=B), qos.TELEMETRY], B, V, 50),
     ([], B, V, 50),  # nobody publishes yet: the reader that matches anyone who comes
 ])

@@ -124,10 +124,13 @@ def _result(fut: Any) -> Any:
 
 
 def subscription_qos(publisher_qos: list[QoSProfile]) -> QoSProfile:
-    """A reader every publisher of the topic matches: reliable only if they all are, transient-local (latched,
-    depth 1) only if they all are. Keep-last keeps any backlog on our side bounded."""
-    reliable = bool(publisher_qos) and all(p.reliability == ReliabilityPolicy.RELIABLE for p in publisher_qos)
+    """A reader every publisher of the topic matches. Latched topics (every publisher transient-local): a reliable,
+    transient-local reader of depth 1, so a late viewer still gets the robot description. Everything else: best
+    effort, because a viewer may miss a sample but must never make a publisher keep and resend samples for it
+    (reliable readers cost the publishing node acknowledgements on every message). Keep-last keeps any backlog on
+    our side bounded."""
     latched = bool(publisher_qos) and all(p.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publisher_qos)
+    reliable = latched and all(p.reliability == ReliabilityPolicy.RELIABLE for p in publisher_qos)
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1 if latched else READER_DEPTH,
                       reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)

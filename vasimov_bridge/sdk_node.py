@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from vasimov_msgs.msg import FirmwareState, PlantState, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
@@ -44,6 +45,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               "200 Hz); must divide the physics rate.", min=1.0, max=1000.0),
     ParamSpec("robot_os_version", "0.2.0", "robot_os_version reported by /api/version (the SDK needs 0.2.x)."),
     ParamSpec("record_datagrams", True, "Publish every SDK datagram in and out on /vasimov/sdk/datagrams."),
+    ParamSpec("lockstep_batch_period", 0.005, "Lockstep only: wall seconds the bridge lets state messages gather "
+              "between takes (lockstep time has no wall-clock meaning, so the stream may leave in bursts; one "
+              "wake-up per batch frees CPU for the loop). Real time always reacts per message.", min=0.0, max=0.1),
 )
 
 
@@ -61,7 +65,8 @@ class SdkBridgeNode(Node):
         self.epoch = 0
         self.sequence = 0
         self.fw: FirmwareState | None = None
-        self.truth: Odometry | None = None
+        self.truth: bytes | None = None  # raw CDR: deserialized only when /api/sim/truth is asked
+        self.batch_period = self.p["lockstep_batch_period"] if self.p["lockstep"] else 0.0  # read by run_node
         self.last_plant: PlantState | None = None
         self.build_errors = 0
 
@@ -71,7 +76,7 @@ class SdkBridgeNode(Node):
                           if self.p["record_datagrams"] else None)
         self.create_subscription(PlantState, topics.PLANT_STATE, self.on_plant_state, qos.STATE_STREAM)
         self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
-        self.create_subscription(Odometry, topics.ODOM_TRUTH, self.on_truth, qos.TELEMETRY)
+        self.create_subscription(Odometry, topics.ODOM_TRUTH, self.on_truth, qos.TELEMETRY, raw=True)
 
         self.lane = UdpLane(
             self.on_command,
@@ -104,8 +109,8 @@ class SdkBridgeNode(Node):
             if msg.epoch == self.epoch:
                 self.fw = msg
 
-    def on_truth(self, msg: Odometry) -> None:
-        self.truth = msg
+    def on_truth(self, data: bytes) -> None:
+        self.truth = data
 
     def on_plant_state(self, msg: PlantState) -> None:
         with self.lock:
@@ -169,9 +174,10 @@ class SdkBridgeNode(Node):
 
     # -- HTTP handlers (server threads) ------------------------------------------------------------------------------
     def http_truth(self, req: Request) -> Any:
-        odom, plant = self.truth, self.last_plant
-        if odom is None or plant is None:
+        raw, plant = self.truth, self.last_plant
+        if raw is None or plant is None:
             raise HttpError(503, "no ground truth yet: the plant has not published")
+        odom = deserialize_message(raw, Odometry)
         p, q = odom.pose.pose.position, odom.pose.pose.orientation
         quat = [q.w, q.x, q.y, q.z]
         lin_body = odom.twist.twist.linear
