@@ -39,10 +39,12 @@ class CpuSampler:
         import psutil
 
         while not self._stop.wait(self._period):
+            if not self._root.is_running():
+                return
             try:
                 procs = [self._root, *self._root.children(recursive=True)]
             except psutil.Error:
-                return
+                continue  # a child left between listing and reading
             for p in procs:
                 try:
                     cmd = p.cmdline()

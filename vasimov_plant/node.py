@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import rclpy
@@ -37,7 +38,7 @@ from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
 from vasimov.ros.lockstep import writers_matched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
-from vasimov_plant.physics import PhysicsError, PlantCore
+from vasimov_plant.physics import GroundTruth, PhysicsError, PlantCore, SensorReading
 
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
@@ -64,6 +65,17 @@ LOCKSTEP_NODES = frozenset({"edge", "policy"})  # the closed loop's participants
 EXIT_PHYSICS_FAULT = 3
 EXIT_LOCKSTEP_STALL = 4
 
+
+
+@dataclass(frozen=True)
+class StepSnapshot:
+    """One physics step's readings, kept until the control period's tick has been published."""
+
+    sensors: SensorReading
+    truth: GroundTruth | None  # only on steps that publish the standard topics
+    now: float
+    step: int
+    control_tick: bool
 
 class PlantNode(Node):
     def __init__(self) -> None:
@@ -129,15 +141,19 @@ class PlantNode(Node):
     def sim_time(self) -> float:
         return self.time_offset + self.core.time
 
-    def _publish_step(self, control_tick: bool) -> None:
-        s = self.core.sensors()
-        now = self.sim_time()
+    def _snapshot(self, control_tick: bool) -> StepSnapshot:
         step = self.core.step_count
+        standard = step % self.p["standard_topics_decimation"] == 0
+        return StepSnapshot(self.core.sensors(), self.core.truth() if standard else None, self.sim_time(), step,
+                            control_tick)
+
+    def _fill_state(self, snap: StepSnapshot) -> PlantState:
+        s = snap.sensors
         m = self.m_state
-        to_stamp(now, m.stamp)
-        m.step = step
-        m.tick = step // self.decimation
-        m.control_tick = control_tick
+        to_stamp(snap.now, m.stamp)
+        m.step = snap.step
+        m.tick = snap.step // self.decimation
+        m.control_tick = snap.control_tick
         m.epoch = self.epoch
         m.position = s.q
         m.velocity = s.qd
@@ -146,15 +162,24 @@ class PlantNode(Node):
         m.imu_angular_velocity = s.gyro
         m.imu_linear_acceleration = s.accel
         m.gantry_engaged = bool(s.gantry_engaged)
+        return m
+
+    def _publish_telemetry(self, snap: StepSnapshot) -> None:
+        m = self._fill_state(snap)
         self.m_clock.clock = m.stamp
         self.pub_clock.publish(self.m_clock)
         self.pub_state.publish(m)
-        if control_tick:
-            self.pub_tick.publish(m)
-        if step % self.p["standard_topics_decimation"] == 0:
-            self._publish_standard(s, m.stamp)
+        if snap.truth is not None:
+            self._publish_standard(snap.sensors, snap.truth, m.stamp)
 
-    def _publish_standard(self, s, stamp) -> None:
+    def _publish_step(self, control_tick: bool) -> None:
+        """Publish the current step at once (start, restart): its tick first, if it is one."""
+        snap = self._snapshot(control_tick)
+        if control_tick:
+            self.pub_tick.publish(self._fill_state(snap))
+        self._publish_telemetry(snap)
+
+    def _publish_standard(self, s: SensorReading, t: GroundTruth, stamp) -> None:
         j = self.m_joints
         j.header.stamp = stamp
         j.position = s.q.tolist()
@@ -167,7 +192,6 @@ class PlantNode(Node):
         imu.angular_velocity = Vector3(x=float(s.gyro[0]), y=float(s.gyro[1]), z=float(s.gyro[2]))
         imu.linear_acceleration = Vector3(x=float(s.accel[0]), y=float(s.accel[1]), z=float(s.accel[2]))
         self.pub_imu.publish(imu)
-        t = self.core.truth()
         o = self.m_odom
         o.header.stamp = stamp
         o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = (float(v) for v in t.base_pos)
@@ -242,14 +266,23 @@ class PlantNode(Node):
 
     # -- stepping ------------------------------------------------------------------------------------------------
     def _advance_control_period(self) -> None:
-        """Step physics for one control period, publishing every step; publish the next control tick."""
+        """Step physics for one control period, then publish the period's control tick, then every step's
+        telemetry. The tick goes first because the edge and the policy runner wait for it and nothing else: in
+        lockstep the ~25 telemetry publishes of a period then overlap their work instead of delaying it (each topic
+        still carries every step, in order, with its own stamp)."""
+        period: list[StepSnapshot] = []
         try:
             for i in range(self.decimation):
                 self.core.step()
-                self._publish_step(control_tick=(i == self.decimation - 1))
+                period.append(self._snapshot(control_tick=(i == self.decimation - 1)))
         except PhysicsError as exc:
+            for snap in period:  # the steps that completed before the fault are still reported
+                self._publish_telemetry(snap)
             self._physics_fault(exc)
             return
+        self.pub_tick.publish(self._fill_state(period[-1]))
+        for snap in period:
+            self._publish_telemetry(snap)
         if self.viewer is not None:
             self._sync_viewer()
         duration = self.p["duration"]
