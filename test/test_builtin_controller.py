@@ -185,13 +185,13 @@ def test_walks_forward_at_0_2_its_distance():
 
 def test_combined_commands_are_scaled_down_and_single_parts_are_not():
     c = BuiltinController()
-    assert np.allclose(c._limit_combined(np.array([0.3, 0.0, 0.0])), [0.3, 0.0, 0.0])
-    assert np.allclose(c._limit_combined(np.array([0.0, 0.0, -0.8])), [0.0, 0.0, -0.8])
-    _, back, side, turn = c.cfg.command_limit
-    v = c._limit_combined(np.array([-0.2, 0.3, 0.8]))  # every part saturated: the sum is held to the combined limit
+    fwd, back, side, turn = c.cfg.command_limit
+    assert np.allclose(c._limit_combined(np.array([fwd, 0.0, 0.0])), [fwd, 0.0, 0.0])
+    assert np.allclose(c._limit_combined(np.array([0.0, 0.0, -turn])), [0.0, 0.0, -turn])
+    v = c._limit_combined(np.array([-back, side, turn]))  # every part saturated: the sum is held to the combined limit
     parts = np.abs(v) / np.array([back, side, turn])
     assert parts.sum() == pytest.approx(c.cfg.command_combined_limit + (1 - c.cfg.command_combined_limit) / 9.0)
-    for _ in range(200):  # the slewed command stays inside the limit all the way
+    for _ in range(400):  # the slewed command stays inside the limit all the way
         c._slew_command(np.array([-0.4, 0.4, 0.8]))
         assert np.all(np.abs(c.cmd) <= np.abs(v) + 1e-9)
     np.testing.assert_allclose(c.cmd, v, atol=1e-9)

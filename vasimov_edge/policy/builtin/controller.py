@@ -16,9 +16,14 @@ and the centre of pressure inside it.**
 * **Capture-point feedback** on top (``walk_dcm_gain``/``stand_dcm_gain``): the COM command moves against the
   divergent-component error, so the stiff joints shift the pressure the right way. Standing pushes are rejected
   this way without a step. While walking, a fifth of each foothold comes from the capture-point rule
-  (``dcm_step_gain``): a body that lags gets a shorter step instead of a CoP behind the heel.
+  (``dcm_step_gain``): a body that lags gets a shorter step instead of a CoP behind the heel. Sideways the share is
+  larger (``dcm_step_gain_lateral``): a body drifting toward the swing side otherwise sets the swing foot down early,
+  unloads the stance sole and spins it -- how the random command sequences used to fall.
 * **Commands inside the walked envelope** (``command_limit``, ``command_combined_limit``): larger or strongly
-  combined commands are scaled down, so the robot walks slower than asked rather than falling.
+  combined commands are scaled down, so the robot walks slower than asked rather than falling. Changes are slewed
+  over a step or more, and one gait runs down before the next builds up (``command_rate``,
+  ``command_build_while_slowing``): the plan knows the command, not the body's momentum, and a turn started while
+  the body still carries the old walk's momentum is stepped with the pressure on a sole end that holds little yaw.
 * **Swing foot**: lifted first, moved, set down (min-jerk pieces), steered through the point below the ankle so the
   foot pitches toe-down only as far as the ankle's dorsiflexion stop forces it, with a swing IK whose pitch has a
   small but real weight (a near-zero weight let the IK jump between solutions at 30 rad/s). A learned landing
@@ -395,6 +400,15 @@ class BuiltinController:
         fwd, back, side, turn = cfg.command_limit
         target = self._limit_combined(np.clip(target, [-back, -side, -turn], [fwd, side, turn]))
         rate = np.array(cfg.command_rate) * cfg.control_dt
+        # run down first, then build up: while a part still has to fade or reverse (more than
+        # command_run_down_margin of its limit left), the parts that grow wait (command_build_while_slowing of their
+        # rate). The gait the body is in must end before a new one starts: a turn or strafe started while the body
+        # still carries the old momentum loads the sole's toe or heel, where it holds little yaw.
+        limits = np.array([fwd if self.cmd[0] >= 0.0 else back, side, turn])
+        running_down = np.where(self.cmd * target >= 0.0, np.abs(self.cmd) - np.abs(target), np.abs(self.cmd))
+        if float(np.max(running_down / limits)) > cfg.command_run_down_margin:
+            growing = (np.abs(target) > np.abs(self.cmd)) & (self.cmd * target >= 0.0)
+            rate = np.where(growing, rate * cfg.command_build_while_slowing, rate)
         cmd = self.cmd + np.clip(target - self.cmd, -rate, rate)
         self.cmd = self._limit_combined(cmd) if cfg.limit_slewed_command else cmd
         self._cmd_target = target
@@ -652,13 +666,16 @@ class BuiltinController:
         self._stride_corr = float(np.clip(corr, 0.0, lim))  # lengthen only: never shorten a step below the plan
 
     def _adjust_step(self, err: Vec) -> None:
-        """Blend the capture-point foothold into the nominal one (``dcm_step_gain``; off by default).
+        """Blend the capture-point foothold into the nominal one (``dcm_step_gain`` along the walk,
+        ``dcm_step_gain_lateral`` across it).
 
         The capture-point foothold puts the next foot where the divergent component of motion, predicted to the
         ZMP transfer after touchdown, sits at the offset a periodic pendulum gait for the command needs.
         """
         cfg = self.cfg
-        if cfg.dcm_step_gain <= 0.0 or self.nominal_target is None or self.tick < self.ds_now:
+        if max(cfg.dcm_step_gain, cfg.dcm_step_gain_lateral) <= 0.0 or self.nominal_target is None:
+            return
+        if self.tick < self.ds_now:
             return
         remaining = (self.step_ticks_now - self.tick) * cfg.control_dt
         if remaining < cfg.swing_freeze:
@@ -675,8 +692,12 @@ class BuiltinController:
         b = np.array([vx * T / (e - 1.0), -SIGN[swing] * self._width() / (1.0 + e) + vy * T / (e - 1.0)])
         r_next = _rot2(self.nominal_target.yaw)
         foot = xi_td - r_next @ b - r_next @ self._zmp_local
-        g = cfg.dcm_step_gain
-        pos = g * foot + (1.0 - g) * self.nominal_target.pos[:2]
+        # blended in the next foot's frame: sideways the capture point gets a larger share than along the walk.
+        # Lateral placement is the only lateral balance a 4-5 cm wide sole with +/-0.1 rad of ankle roll has; the
+        # sagittal share costs distance (a lagging body gets shorter steps); sideways only too large a share costs
+        # something (it fights a strafe's own drift: see ``dcm_step_gain_lateral``).
+        gain = np.array([cfg.dcm_step_gain, cfg.dcm_step_gain_lateral])
+        pos = self.nominal_target.pos[:2] + r_next @ (gain * (r_next.T @ (foot - self.nominal_target.pos[:2])))
         self.swing_target = self._constrain(swing, st, FootPose(np.append(pos, 0.0), self.nominal_target.yaw))
 
     # ------------------------------------------------------------------ support loads
