@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import re
 import sys
 import threading
@@ -56,6 +55,7 @@ from sensor_msgs.msg import JointState
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov.commands import Rejection, RobotCommand, VelocityCommand
+from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.params import COMMON, ParamSpec, declare
@@ -70,9 +70,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("enabled", True, "Serve Foxglove. false (launch arg foxglove:=false) keeps this process idle: no "
               "socket, no subscriptions."),
     ParamSpec("host", "127.0.0.1", "Address the Foxglove WebSocket server binds (loopback by default)."),
-    ParamSpec("cpu_nice", 10, "Scheduling niceness added to this process: a viewer must not take CPU from the "
-              "simulation's closed loop (measured: lockstep RTF with a client on every channel and recording rose "
-              "from 43 % to ~70-95 % of the bare run on 2 cores). 0 = same priority as the graph.", min=0, max=19),
+    ParamSpec("cpu_nice", 19, "Scheduling niceness added to every thread of this process (DDS receive threads "
+              "included): a viewer must not take CPU from the simulation's closed loop. Measured on 2 cores, with "
+              "the recorder niced too: lockstep RTF with a client on every channel and recording 81-88 % of the "
+              "bare run (69-72 % at 0). 0 = same priority as the graph.", min=0, max=19),
     ParamSpec("port", 8765, "TCP port of the Foxglove WebSocket server; 0 picks a free one (logged, and in the "
               "read-only parameter bound_port).", min=0, max=65535),
     ParamSpec("message_backlog_size", 1024, "Messages the SDK queues per client before it drops that client's "
@@ -228,8 +229,7 @@ class FoxgloveBridgeNode(Node):
         super().__init__("foxglove_bridge")
         self.p = declare(self, PARAMS)
         self.batch_period = float(self.p["batch_period"])  # read by run_node's spin loop
-        if self.p["cpu_nice"]:
-            os.nice(int(self.p["cpu_nice"]))
+        renice_all_threads(int(self.p["cpu_nice"]))  # DDS receive threads included
         self.server: Any = None
         if not self.p["enabled"]:
             self.get_logger().info("foxglove bridge disabled (enabled:=false): no server, idle")

@@ -23,6 +23,7 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
+from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
@@ -299,6 +300,18 @@ class PlantNode(Node):
             self.awaiting_tick = self.core.step_count // self.decimation
             self.awaiting_since = time.monotonic()
 
+    def flush_publishers(self, timeout: float) -> None:
+        """Before a run ends on its own: wait (bounded) until every reliable reader acknowledged what the plant
+        published, so a recorder or client that is a little behind still gets the last steps of the run (a writer
+        destroyed earlier takes its unacknowledged samples with it)."""
+        deadline = time.monotonic() + timeout
+        for pub in self.publishers:
+            left = deadline - time.monotonic()
+            if left <= 0 or not pub.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9))):
+                self.get_logger().warning(f"{pub.topic_name}: not every reader acknowledged the last messages "
+                                          f"within {timeout:g} s")
+                return
+
     def _physics_fault(self, exc: PhysicsError) -> None:
         self.faulted = True
         msg = PlantFault()
@@ -431,6 +444,8 @@ def main(args: list[str] | None = None) -> int:
                 loop.join(timeout=5.0)
                 print(f"plant: realtime stats: {json.dumps(node.realtime_stats())}", flush=True)
         code = node.exit_code or 0
+        if node.exit_code is not None:
+            node.flush_publishers(timeout=2.0)
     except (KeyboardInterrupt, ExternalShutdownException):
         code = 0
     except ValueError as exc:
