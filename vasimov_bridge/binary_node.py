@@ -213,9 +213,11 @@ class _NewestSampler:
     node, every arrival wakes the executor (measured: 14 % of a core on the graph's 2-core test machine, where the
     plant must keep real time). Here the subscriptions live on a private node with its own executor that nobody
     spins between packets; their KEEP_LAST(1) readers keep only the newest sample in DDS, and ``poll`` takes it.
+    Best effort: a sampler never wants an old sample resent, and a reliable reader that is rarely read held back
+    the publisher's acknowledgements (the plant's end-of-run flush waited on it).
     """
 
-    NEWEST = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+    NEWEST = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
                         durability=DurabilityPolicy.VOLATILE)
 
     def __init__(self, context: Any, name: str, subscriptions: dict[str, type]) -> None:

@@ -136,6 +136,32 @@ class ControllerConfig:
     # start offsets (0.35: 0 of 10; the capture point then fights the strafe's own sideways drift).
     dcm_step_gain_lateral: float = 0.35
     swing_freeze: float = 0.1  # s before touchdown after which the foothold is no longer moved
+    # --- push recovery (standing). A push that moves the capture point (estimated from IMU + leg kinematics, as
+    # everything here) ``recovery_margin`` beyond the soles' toe or heel line starts recovery stepping at zero
+    # command: stepping in place with a short weight shift, a higher swing and a larger capture-point share of the
+    # foothold, until a touchdown leaves the capture point near the stand point again (then the normal stop). The
+    # required pushes (80 N front, 100 N back, 0.15 s) peak 0.5 cm and 3 cm inside that line and do not trigger it.
+    # Measured (0.15 s pelvis pushes, 5 start offsets): front 80 N -> 90 N survived (85, 90 N fell without); back
+    # unchanged (115 N ok, 120 N falls either way); sideways it never triggers (the capture point leaves across the
+    # feet, where only a crossing step could catch it). 150 N front/back still fall: the first step lands early on a
+    # body already pitched ~0.1 rad over its toes, and the trailing foot, with 0.05 rad of ankle dorsiflexion left,
+    # swings heel-up (0.4-0.6 rad) and catches its toe.
+    push_recovery: bool = True
+    recovery_margin: float = 0.0  # m (measured: -0.02..-0.04, an earlier step, loses pushes the stance rejects)
+    recovery_prelude_time: float = 0.1  # s of weight shift before the first recovery step lifts (normal start: 0.5)
+    recovery_step_time: float = 0.40  # s per recovery step (measured: 0.3 and 0.5 no better)
+    recovery_double_support_time: float = 0.10
+    # m; the walking 0.02 lets a toe pitched down by the forward-leaning body catch the floor mid-swing (measured:
+    # 0.04 -> 90 N front survived, 0.02 -> 85 N falls; 0.06 no better)
+    recovery_swing_height: float = 0.04
+    # capture-point share of the foothold while recovering, along / across (measured along: 0.3-0.5 survive 90 N
+    # front, 0.7-1.0 fall at 90 N: a full capture-point step overreaches on a body pitched over its toes)
+    recovery_step_gain: float = 0.5
+    recovery_step_gain_lateral: float = 0.35
+    # m: recovery ends at a touchdown that leaves the capture point this close (along) to the stand point between the
+    # feet and this far inside both sole centres (across)
+    recovery_done_margin: float = 0.04
+    recovery_max_steps: int = 6  # recovery steps at most before the normal stop sequence
     # --- estimation
     velocity_filter_gain: float = 0.5  # per tick, weight of the kinematic COM-rate measurement
     velocity_innovation_limit: float = 0.15  # m/s per tick a measurement may move the estimate
@@ -173,6 +199,10 @@ class ControllerConfig:
             ticks = getattr(self, name) / self.control_dt
             if abs(ticks - round(ticks)) > 1e-6:
                 raise ValueError(f"{name} ({getattr(self, name)}) must be a whole multiple of control_dt")
+        ticks = self.recovery_prelude_time / self.control_dt
+        if abs(ticks - round(ticks)) > 1e-6 or round(ticks) < 1:
+            raise ValueError(f"recovery_prelude_time ({self.recovery_prelude_time}) must be a whole, nonzero "
+                             "multiple of control_dt")
         if self.ds_ticks < 1:
             raise ValueError("double_support_time must be at least one control tick")
         if self.ss_ticks < 5:

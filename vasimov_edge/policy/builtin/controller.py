@@ -243,6 +243,9 @@ class BuiltinController:
         self._cmd_target = np.zeros(3)
         self._cmd_at_landing = np.zeros(3)
         self._stride_corr = 0.0  # m per step added to the commanded stride (leg-odometry speed tracking)
+        self._recovering = False  # stepping to catch a capture point that left the soles (push recovery)
+        self._recovery_gait = False  # the walk in progress began as a recovery (its landings teach nothing)
+        self._recovery_steps = 0
         self.kin.ik_set_posture(joints.DEFAULT_POS)
         self.telemetry = Telemetry()
 
@@ -428,7 +431,34 @@ class BuiltinController:
         return v * (allowed / total) if total > allowed else v
 
     def _walking_wanted(self) -> bool:
-        return self._cmd_nonzero or self.cfg.step_in_place
+        return self._cmd_nonzero or self.cfg.step_in_place or self._recovering
+
+    def _recovery_ticks(self) -> tuple[int, int]:
+        """Double- and single-support ticks of a recovery step."""
+        cfg = self.cfg
+        return (max(1, round(cfg.recovery_double_support_time / cfg.control_dt)),
+                max(5, round((cfg.recovery_step_time - cfg.recovery_double_support_time) / cfg.control_dt)))
+
+    def _capture_settled(self, dcm: Vec) -> bool:
+        """Whether the capture point is back near the stand point: along the feet within ``recovery_done_margin``
+        of it, across them at least that far inside both sole centres."""
+        cfg = self.cfg
+        left, right = self.feet["left"], self.feet["right"]
+        rot = _rot2(right.yaw + 0.5 * _wrap(left.yaw - right.yaw))
+        d = rot.T @ (dcm - self._stand_point())
+        half_width = 0.5 * abs(float((rot.T @ (left.pos[:2] - right.pos[:2]))[1]))
+        m = cfg.recovery_done_margin
+        return abs(float(d[0])) <= m and abs(float(d[1])) <= half_width - m
+
+    def _capture_excess(self, dcm: Vec) -> float:
+        """How far (m) the capture point ``dcm`` lies beyond the soles' toe or heel line, in the frame between the
+        feet (negative: inside, by that much)."""
+        left, right = self.feet["left"], self.feet["right"]
+        rot = _rot2(right.yaw + 0.5 * _wrap(left.yaw - right.yaw))
+        xs = [float((rot.T @ f.pos[:2])[0]) for f in (left, right)]
+        half = self.kin.legs["left"].sole_half_length
+        x = float((rot.T @ dcm)[0])
+        return max(x - (max(xs) + half), (min(xs) - half) - x)
 
     # ------------------------------------------------------------------ footstep plan and ZMP reference
     def _zmp_point(self, foot: FootPose) -> Vec:
@@ -535,9 +565,19 @@ class BuiltinController:
             self._stand_from = self._stand_point()
             self._stand_ticks = 10**6
             self._preview_reset = False
-        if not self._walking_wanted():
+        recover = (not self._walking_wanted() and cfg.push_recovery
+                   and self._capture_excess(est.dcm) > cfg.recovery_margin)
+        if not (self._walking_wanted() or recover):
             return
-        if abs(self.cmd[1]) > 1e-3:
+        if recover:
+            # a push moved the capture point off the soles: step after it (stepping in place with the whole
+            # capture-point foothold), starting from the body's measured state rather than the standing plan
+            self._recovering = True
+            self._recovery_gait = True
+            self._recovery_steps = 0
+            lateral = float((_rot2(self.feet["right"].yaw).T @ (est.dcm - self._stand_point()))[1])
+            swing = "left" if lateral > 0.0 else "right"
+        elif abs(self.cmd[1]) > 1e-3:
             swing = "left" if self.cmd[1] > 0.0 else "right"
         elif abs(self.cmd[2]) > 1e-3:
             swing = "left" if self.cmd[2] > 0.0 else "right"
@@ -546,8 +586,9 @@ class BuiltinController:
         self.mode = Mode.WALK
         self.stance = OTHER[swing]
         self.tick = 0
-        self.ds_now = cfg.prelude_ticks  # the first step's double support is the weight shift
-        self.step_ticks_now = cfg.prelude_ticks + cfg.ss_ticks
+        # the first step's double support is the weight shift (short when a push is to be caught)
+        self.ds_now = round(cfg.recovery_prelude_time / cfg.control_dt) if recover else cfg.prelude_ticks
+        self.step_ticks_now = self.ds_now + (self._recovery_ticks()[1] if recover else cfg.ss_ticks)
         self.zmp_from = self.preview.zmp().copy()
         self.swing_from = self.feet[swing].copy()
         self.zero_steps = 0
@@ -577,7 +618,7 @@ class BuiltinController:
         p[2] = 0.0
         Rs = est.sole[self.stance][1]
         self.feet[self.stance] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
-        if self._landed_target is not None and cfg.landing_adapt > 0.0:
+        if self._landed_target is not None and cfg.landing_adapt > 0.0 and not self._recovery_gait:
             rot = _rot2(self.feet[OTHER[self.stance]].yaw)
             e = rot.T @ (p[:2] - self._landed_target[:2])
             e[1] *= SIGN[self.stance]  # (forward, outward)
@@ -612,8 +653,14 @@ class BuiltinController:
         self._landed_target = None if self.swing_target is None else self.swing_target.pos.copy()
         self.feet[swing] = FootPose(p, float(math.atan2(Rs[1, 0], Rs[0, 0])))
         self.steps += 1
+        if self._recovering:
+            self._recovery_steps += 1
+            inside = self._capture_settled(est.dcm)
+            if inside or self._recovery_steps >= cfg.recovery_max_steps:
+                self._recovering = False
         self.zero_steps = 0 if self._walking_wanted() else self.zero_steps + 1
         if self.final_step:
+            self._recovery_gait = False
             self.mode = Mode.STAND
             self._stand_from = self._zmp_point(self.feet[swing])
             self._stand_ticks = 0
@@ -625,6 +672,9 @@ class BuiltinController:
         self.tick = 0
         self.ds_now = cfg.ds_ticks
         self.step_ticks_now = cfg.step_ticks
+        if self._recovering:
+            self.ds_now, ss = self._recovery_ticks()
+            self.step_ticks_now = self.ds_now + ss
         self.swing_from = self.feet[old_stance].copy()
         nominal = self._next_foothold(self.feet[swing], swing, self.final_step)
         if not self.final_step:
@@ -684,6 +734,8 @@ class BuiltinController:
         swing = OTHER[self.stance]
         ref = self.preview.state
         xi = ref[0] + ref[1] / self.omega
+        if self._recovering:
+            xi = xi + err  # the measured capture point: after a push the plan lags the body by far more than usual
         z = self._zmp_point(st)
         xi_td = z + (xi - z) * math.exp(self.omega * (remaining + 0.5 * cfg.double_support_time))
         T = cfg.step_time
@@ -697,6 +749,8 @@ class BuiltinController:
         # sagittal share costs distance (a lagging body gets shorter steps); sideways only too large a share costs
         # something (it fights a strafe's own drift: see ``dcm_step_gain_lateral``).
         gain = np.array([cfg.dcm_step_gain, cfg.dcm_step_gain_lateral])
+        if self._recovering:
+            gain = np.array([cfg.recovery_step_gain, cfg.recovery_step_gain_lateral])
         pos = self.nominal_target.pos[:2] + r_next @ (gain * (r_next.T @ (foot - self.nominal_target.pos[:2])))
         self.swing_target = self._constrain(swing, st, FootPose(np.append(pos, 0.0), self.nominal_target.yaw))
 
@@ -747,7 +801,7 @@ class BuiltinController:
             bias = self._land_bias["shared"] + self._land_bias[sw]
             end[:2] -= _rot2(self.feet[self.stance].yaw) @ (bias * np.array([1.0, SIGN[sw]]))
         pos = (1.0 - b) * a0.pos + b * end
-        pos[2] = cfg.swing_height * z
+        pos[2] = (cfg.recovery_swing_height if self._recovery_gait else cfg.swing_height) * z
         return FootPose(pos, a0.yaw + b * _wrap(a1.yaw - a0.yaw))
 
     def _foot_now(self, side: str) -> FootPose:
