@@ -136,3 +136,32 @@ def test_cli_rejects_unknown_scenarios(capsys):
     with pytest.raises(SystemExit):
         wb.main(["no_such_scenario"])
     assert "valid" in capsys.readouterr().err
+
+
+# -- Menlo's viewer bench as goal scenarios ---------------------------------------------------------------------------
+def test_viewer_scenarios_follow_the_fact_sheet():
+    from vasimov import joints
+
+    sheet = joints.facts()["benchmarks_in_viewer"]
+    vs = wb.viewer_scenarios()
+    expected = sum(len(sheet["scenarios"][g]) for g in wb.VIEWER_SETS)
+    assert len(vs) == expected and all(n.startswith("viewer_") for n in vs)
+    assert not set(vs) & set(wb.standard_scenarios())
+    s = vs["viewer_locomotion_circle"]
+    assert s.min_pelvis_height == 0.35
+    assert s.max_gravity_z == pytest.approx(-math.cos(math.radians(78.5)))
+    assert s.pushes == (wb.Push(6.5, (0.0, 200.0, 0.0), 0.15),)
+    slow, medium = vs["viewer_locomotion_square_slow"], vs["viewer_locomotion_square_medium"]
+    assert [c[0] for c in medium.commands] == [c[0] for c in slow.commands]  # same timing
+    assert max(c[1] for c in medium.commands) == 0.6 and max(c[1] for c in slow.commands) == 0.3
+    push = vs["viewer_push_walking_shoulder_r_lateral"]
+    assert push.commands == ((0.0, 0.6, 0.0, 0.0),)
+    assert [(p.t, p.force, p.body) for p in push.pushes] == [
+        (2.0, (0.0, -150.0, 0.0), "right_shoulder_pitch_link"), (8.0, (0.0, -225.0, 0.0), "right_shoulder_pitch_link")]
+
+
+def test_a_scenarios_own_fall_criterion_is_applied():
+    """A pelvis floor above the standing height must count as a fall at the first tick."""
+    s = wb.Scenario("floor_too_high", 1.0, min_pelvis_height=0.7, criteria=wb.Criteria(max_compute_p99=None))
+    r = wb.run_scenario(s)
+    assert r.fell_at == pytest.approx(wb.CONTROL_DT) and not r.passed

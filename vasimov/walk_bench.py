@@ -75,6 +75,10 @@ class Scenario:
     pushes: tuple[Push, ...] = ()
     criteria: Criteria = field(default_factory=Criteria)
     backend_options: tuple[tuple[str, object], ...] = ()  # keyword overrides for the backend factory
+    # fall criterion overrides (None: run_scenario's defaults); Menlo's viewer bench uses 0.35 m and 78.5 deg
+    min_pelvis_height: float | None = None
+    max_gravity_z: float | None = None
+    note: str = ""
 
     def command_at(self, t: float) -> np.ndarray:
         cmd = self.commands[0][1:]
@@ -149,6 +153,54 @@ def standard_scenarios() -> dict[str, Scenario]:
     return {sc.name: sc for sc in s}
 
 
+VIEWER_SETS = ("locomotion", "distance", "push_standing", "push_walking")
+
+
+def viewer_scenarios() -> dict[str, Scenario]:
+    """Menlo's viewer bench (``benchmarks_in_viewer`` in the fact sheet): its command profiles, pushes and failure
+    criterion (root below 0.35 m or torso tilt above 78.5 deg), reported as goals. Its commands reach 0.6-1.0 m/s,
+    beyond the SDK envelope and the built-in gait (which clips them); friction and terrain files need floors the
+    model does not have and are left out. Push directions are taken in the world frame (the files' frame is not
+    stated)."""
+    bench = joints.facts()["benchmarks_in_viewer"]
+    fail = bench["failure_criterion"]
+    crit = {"min_pelvis_height": float(fail["root_height_below_m"]),
+            "max_gravity_z": -math.cos(math.radians(float(fail["torso_tilt_above_deg"])))}
+    no_checks = Criteria(max_compute_p99=None)
+    out: dict[str, Scenario] = {}
+    by_file: dict[str, dict] = {}
+
+    def name_of(entry: dict) -> str:
+        return "viewer_" + entry["file"].removesuffix(".json").replace("/", "_")
+
+    def commands_of(entry: dict) -> tuple[Command, ...]:
+        if "commands" in entry:
+            return tuple((float(c[0]), float(c[1]), float(c[2]), float(c[3])) for c in entry["commands"])
+        ref = by_file[entry["same_timing_as"]]  # same timing, own straight-line speed
+        return tuple((t, entry["side_vx"] if vx == ref["side_vx"] else vx, vy, wz) for t, vx, vy, wz in
+                     commands_of(ref))
+
+    for group in VIEWER_SETS:
+        for entry in bench["scenarios"][group]:
+            by_file[entry["file"].split("/")[-1].removesuffix(".json")] = entry
+            pushes: list[Push] = []
+            duration = float(entry.get("duration", 12.0))
+            if group.startswith("push_"):
+                cmds: tuple[Command, ...] = ((0.0, 0.6, 0.0, 0.0),) if group == "push_walking" else \
+                    ((0.0, 0.0, 0.0, 0.0),)
+                for t, f in zip((2.0, 8.0), entry["forces"], strict=True):
+                    pushes.append(Push(t, tuple(float(f) * float(d) for d in entry["dir"]), 0.15, entry["body"]))
+            else:
+                cmds = commands_of(entry)
+                for p in entry.get("pushes", []):
+                    d = [*p["dir"], 0.0][:3]
+                    pushes.append(Push(float(p["t"]), tuple(float(p["force"]) * float(x) for x in d),
+                                       float(p["duration"])))
+            out[name_of(entry)] = Scenario(name_of(entry), duration, cmds, tuple(pushes), no_checks,
+                                           note=str(entry.get("note", "")), **crit)
+    return out
+
+
 def default_backend_factory(**options: object) -> PolicyBackend:
     """The built-in controller, with a scenario's overrides applied to its config."""
     from vasimov_edge.policy.builtin import BuiltinController, ControllerConfig
@@ -186,6 +238,10 @@ def run_scenario(
     for _ in range(round(settle_time / plant.dt)):
         plant.step()
 
+    if scenario.min_pelvis_height is not None:
+        min_pelvis_height = scenario.min_pelvis_height
+    if scenario.max_gravity_z is not None:
+        max_gravity_z = scenario.max_gravity_z
     backend = backend_factory(**dict(scenario.backend_options))
     backend.reset()
     start = plant.truth()
@@ -311,9 +367,14 @@ def format_table(results: Sequence[Result]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    scenarios = standard_scenarios()
+    standard = standard_scenarios()
+    viewer = viewer_scenarios()
+    scenarios = {**standard, **viewer}
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", help=f"scenarios to run (default: all): {', '.join(scenarios)}")
+    ap.add_argument("names", nargs="*", help=f"scenarios to run (default: the --set): {', '.join(scenarios)}")
+    ap.add_argument("--set", dest="which", choices=("standard", "viewer", "all"), default="standard",
+                    help="scenarios run when none are named: the issue's (standard, default), Menlo's viewer bench "
+                         "as goals (viewer), or both")
     ap.add_argument("--policy", default="builtin",
                     help="backend to score: builtin (default), hold, a local .onnx file or hf://REPO@REVISION; "
                          "the same scenarios then compare the official checkpoint with the built-in controller")
@@ -327,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def factory(**_options: object) -> PolicyBackend:  # scenario options tune the built-in controller only
             backend.reset()
             return backend
-    names = args.names or list(scenarios)
+    names = args.names or list({"standard": standard, "viewer": viewer, "all": scenarios}[args.which])
     unknown = [n for n in names if n not in scenarios]
     if unknown:
         ap.error(f"unknown scenario(s) {unknown}; valid: {', '.join(scenarios)}")
