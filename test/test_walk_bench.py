@@ -165,3 +165,17 @@ def test_a_scenarios_own_fall_criterion_is_applied():
     s = wb.Scenario("floor_too_high", 1.0, min_pelvis_height=0.7, criteria=wb.Criteria(max_compute_p99=None))
     r = wb.run_scenario(s)
     assert r.fell_at == pytest.approx(wb.CONTROL_DT) and not r.passed
+
+
+def test_cli_passes_options_to_the_bench(capsys):
+    """`vasimov bench walk --policy hold NAME` reaches the bench's own parser (options first included)."""
+    from vasimov import cli
+
+    code = cli.main(["bench", "walk", "--policy", "hold", "push_side_100N"])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [r["name"] for r in rows] == ["push_side_100N"]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["bench", "walk", "--set", "nonsense"])
+    assert exc.value.code == 2

@@ -370,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     standard = standard_scenarios()
     viewer = viewer_scenarios()
     scenarios = {**standard, **viewer}
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="vasimov bench walk", description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help=f"scenarios to run (default: the --set): {', '.join(scenarios)}")
     ap.add_argument("--set", dest="which", choices=("standard", "viewer", "all"), default="standard",
                     help="scenarios run when none are named: the issue's (standard, default), Menlo's viewer bench "
