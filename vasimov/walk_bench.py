@@ -352,13 +352,14 @@ def check(c: Criteria, r: Result) -> list[str]:
 
 
 def format_table(results: Sequence[Result]) -> str:
-    head = (f"{'scenario':<22} {'ok':<4} {'fell':>6} {'along':>7} {'lat':>7} {'drift':>6} {'head':>6} "
+    w = max([22, *(len(r.name) for r in results)])
+    head = (f"{'scenario':<{w}} {'ok':<4} {'fell':>6} {'along':>7} {'lat':>7} {'drift':>6} {'head':>6} "
             f"{'minz':>5} {'cpu50':>6} {'cpu99':>6} {'wall99':>7}  notes")
     lines = [head, "-" * len(head)]
     for r in results:
         fell = f"{r.fell_at:.2f}" if r.fell_at is not None else "-"
         lines.append(
-            f"{r.name:<22} {'yes' if r.passed else 'NO':<4} {fell:>6} {r.along:7.2f} {r.lateral:7.2f} {r.drift:6.2f} "
+            f"{r.name:<{w}} {'yes' if r.passed else 'NO':<4} {fell:>6} {r.along:7.2f} {r.lateral:7.2f} {r.drift:6.2f} "
             f"{r.heading:6.2f} {r.min_pelvis_height:5.2f} {r.cpu_p50_ms:6.2f} {r.cpu_p99_ms:6.2f} "
             f"{r.compute_p99_ms:7.2f}  "
             f"{'; '.join(r.failures)}"
