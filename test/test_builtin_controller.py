@@ -101,7 +101,7 @@ def test_preview_com_settles_on_a_constant_zmp():
     "kwargs",
     [{"step_time": 0.41}, {"double_support_time": 0.03}, {"step_time": 0.1, "double_support_time": 0.04},
      {"control_dt": 0.0}, {"double_support_time": 0.0}, {"swing_x0": 0.9, "swing_x1": 0.8}, {"ref_pull": 1.5},
-     {"swing_land_phase": 0.0}],
+     {"swing_land_phase": 0.0}, {"recovery_prelude_time": 0.03}, {"recovery_prelude_time": 0.0}],
 )
 def test_config_rejects_timings_off_the_control_grid(kwargs):
     with pytest.raises(ValueError):
@@ -159,6 +159,39 @@ def test_balances_at_zero_command():
 def test_survives_the_required_front_push():
     r = _run("push_front_80N")
     assert r.passed, r.failures
+
+
+def _push_run(force: tuple[float, float, float], **options: object) -> tuple[wb.Result, list[str], int]:
+    """A 0.15 s pelvis push at 2 s while balancing: the result, the controller's mode each tick, its steps."""
+    modes: list[str] = []
+    steps = [0]
+
+    def on_tick(_t: float, be: object, _plant: object) -> None:
+        modes.append(be.telemetry.mode)  # type: ignore[attr-defined]
+        steps[0] = be.telemetry.steps  # type: ignore[attr-defined]
+
+    s = wb.Scenario("push", 5.0, pushes=(wb.Push(2.0, force),), criteria=wb.Criteria(max_compute_p99=None))
+    r = wb.run_scenario(s, lambda **o: BuiltinController(ControllerConfig(**{**o, **options})), on_tick=on_tick)
+    return r, modes, steps[0]
+
+
+@pytest.mark.parametrize("force", [(80.0, 0.0, 0.0), (-100.0, 0.0, 0.0)])
+def test_required_pushes_are_rejected_standing_without_a_recovery_step(force):
+    """The required front and back pushes keep the capture point inside the toe/heel line: no step is taken."""
+    r, modes, steps = _push_run(force)
+    assert r.fell_at is None, r.failures
+    assert set(modes) == {"stand"} and steps == 0
+    assert r.drift < 0.05
+
+
+def test_a_front_push_beyond_the_ankle_strategy_is_caught_with_recovery_steps():
+    """90 N x 0.15 s to the front (the standing robot falls from 85 N on): the capture point leaves the toe line, the
+    controller steps after it and returns to standing."""
+    r, modes, steps = _push_run((90.0, 0.0, 0.0))
+    assert r.fell_at is None, r.failures
+    assert "walk" in modes and steps >= 1 and modes[-1] == "stand"
+    r_off, _, steps_off = _push_run((90.0, 0.0, 0.0), push_recovery=False)
+    assert r_off.fell_at is not None and steps_off == 0
 
 
 def test_compute_time_per_tick():

@@ -212,8 +212,10 @@ class ControllerConfig:
         if not (0.0 < self.swing_land_phase <= 1.0 and self.swing_rise > 0.0 and self.swing_fall > 0.0):
             raise ValueError("swing_land_phase must be in (0, 1] and swing_rise, swing_fall > 0")
         if not (0.0 <= self.ref_pull <= 1.0 and 0.0 <= self.dcm_step_gain <= 1.0
-                and 0.0 <= self.dcm_step_gain_lateral <= 1.0 and 0.0 <= self.command_build_while_slowing <= 1.0):
-            raise ValueError("ref_pull, dcm_step_gain(_lateral) and command_build_while_slowing must be in [0, 1]")
+                and 0.0 <= self.dcm_step_gain_lateral <= 1.0 and 0.0 <= self.command_build_while_slowing <= 1.0
+                and 0.0 <= self.recovery_step_gain <= 1.0 and 0.0 <= self.recovery_step_gain_lateral <= 1.0):
+            raise ValueError("ref_pull, dcm_step_gain(_lateral), command_build_while_slowing and "
+                             "recovery_step_gain(_lateral) must be in [0, 1]")
 
     @property
     def step_ticks(self) -> int:
