@@ -51,6 +51,8 @@ class CpuSampler:
                     t = p.cpu_times()
                 except psutil.Error:
                     continue
+                if not cmd:
+                    continue  # a zombie has no command line
                 script = len(cmd) > 1 and Path(cmd[0]).name.startswith("python")
                 name = Path(cmd[1] if script else cmd[0]).name
                 self.cpu[name] = t.user + t.system

@@ -445,7 +445,7 @@ def main(args: list[str] | None = None) -> int:
                 print(f"plant: realtime stats: {json.dumps(node.realtime_stats())}", flush=True)
         code = node.exit_code or 0
         if node.exit_code is not None:
-            node.flush_publishers(timeout=2.0)
+            node.flush_publishers(timeout=5.0)
     except (KeyboardInterrupt, ExternalShutdownException):
         code = 0
     except ValueError as exc:

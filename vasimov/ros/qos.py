@@ -3,23 +3,25 @@
 The lockstep loop (plant tick -> policy -> edge -> motor command) must never lose a message, or the loop stalls:
 those topics are RELIABLE. Telemetry is RELIABLE too (KEEP_LAST, so a slow reader never blocks the writer), because
 a best-effort writer cannot match the reliable readers that `ros2 bag` and most tools create. Depths are the
-writers' resend buffers: a reliable reader that falls behind (a recorder on a loaded machine) loses whatever the
-writer's history has already overwritten, so the high-rate streams keep ~2.5 s of samples (measured: depths 20-50
-lost 249 of 900k samples in a 600 s lockstep recording on two busy cores; 200-500 lost none). Latched facts are
-transient-local depth 1.
+writers' resend buffers: a reliable reader that falls behind (a recorder on a loaded machine, which runs at the
+lowest CPU priority) loses whatever the writer's history has already overwritten, so the streams keep ~10 s of
+simulated time, over a second of wall time at lockstep speed (measured: depths 20-50 lost 249 of 900k samples in a
+600 s lockstep recording on two busy cores; 200-500 lost none at normal priority, but a few samples in one of three
+runs once the recorder ran at nice 19). Memory: depth x message size per writer, ~1.5 MB for plant state. Latched
+facts are transient-local depth 1.
 """
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-LOOP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200, reliability=ReliabilityPolicy.RELIABLE,
+LOOP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=ReliabilityPolicy.RELIABLE,
                   durability=DurabilityPolicy.VOLATILE)
-STATE_STREAM = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=ReliabilityPolicy.RELIABLE,
+STATE_STREAM = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2000, reliability=ReliabilityPolicy.RELIABLE,
                           durability=DurabilityPolicy.VOLATILE)
-TELEMETRY = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=ReliabilityPolicy.RELIABLE,
+TELEMETRY = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2000, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.VOLATILE)
 COMMANDS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.VOLATILE)
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-CLOCK = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=ReliabilityPolicy.RELIABLE,
+CLOCK = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2000, reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.VOLATILE)
