@@ -49,7 +49,7 @@ from vasimov.cpu_priority import renice_all_threads
 from vasimov.introspect import IntrospectError, adapted_qos, message_class, publisher_qos_flags
 from vasimov.ros import qos, topics
 from vasimov.ros.batch_take import spin_once_batched
-from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
 
 # `lockstep` (from COMMON) makes the recorder a lockstep participant: it subscribes to the tick topic only once the
@@ -65,12 +65,9 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("discovery_period", 0.5, "Seconds between looks for new topics.", min=0.05, max=10.0),
     ParamSpec("queue_size", 20000, "Messages the writer queue holds before new ones are dropped (and counted).",
               min=100, max=10_000_000),
-    ParamSpec("subscription_depth", 1000, "KEEP_LAST depth of each recording subscription (DDS-side buffer).",
+    ParamSpec("subscription_depth", 2000, "KEEP_LAST depth of each recording subscription (DDS-side buffer).",
               min=1, max=100_000),
-    ParamSpec("cpu_nice", 19, "Scheduling niceness added to every thread of this process (DDS receive threads "
-              "included), so the recorder yields the CPU to the closed loop whenever both want it; its batched takes "
-              "and deep DDS queues ride out the waits (drops and DDS losses are counted and reported; measured 0 in "
-              "lockstep on 2 cores). 0 = same priority as the graph.", min=0, max=19),
+    OBSERVER_CPU_NICE,
     ParamSpec("batch_period", 0.01, "Seconds the recorder lets messages gather in DDS between takes (fewer "
               "wake-ups at lockstep rates; the subscription depth must hold a period's worth).", min=0.0, max=0.5),
     ParamSpec("compression", "zstd", "MCAP chunk compression.", choices=("zstd", "none")),

@@ -58,7 +58,7 @@ from vasimov.commands import Rejection, RobotCommand, VelocityCommand
 from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
-from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
 from vasimov_bridge import foxglove_params as fp
@@ -70,10 +70,7 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("enabled", True, "Serve Foxglove. false (launch arg foxglove:=false) keeps this process idle: no "
               "socket, no subscriptions."),
     ParamSpec("host", "127.0.0.1", "Address the Foxglove WebSocket server binds (loopback by default)."),
-    ParamSpec("cpu_nice", 19, "Scheduling niceness added to every thread of this process (DDS receive threads "
-              "included): a viewer must not take CPU from the simulation's closed loop. Measured on 2 cores, with "
-              "the recorder niced too: lockstep RTF with a client on every channel and recording 81-88 % of the "
-              "bare run (69-72 % at 0). 0 = same priority as the graph.", min=0, max=19),
+    OBSERVER_CPU_NICE,
     ParamSpec("port", 8765, "TCP port of the Foxglove WebSocket server; 0 picks a free one (logged, and in the "
               "read-only parameter bound_port).", min=0, max=65535),
     ParamSpec("message_backlog_size", 1024, "Messages the SDK queues per client before it drops that client's "
