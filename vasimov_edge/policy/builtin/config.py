@@ -70,7 +70,7 @@ class ControllerConfig:
     # learned on: 5 cm of "lands long" from 0.3 m/s forward, kept into a turn in place, aims the feet short and the
     # stance sole spins (measured: forward 0.3 -> turn -0.3 fell in 3 of 3 starts, with 0.8 none). 1.0: a change
     # forgets them entirely -- with the slower command slew below every change spans a step or more, and nothing of
-    # the old gait's misses is worth keeping (measured with the other 2026-12 settings: random_20x3s falls at 31 s
+    # the old gait's misses is worth keeping (measured with the other 2026-11-30 settings: random_20x3s falls at 31 s
     # with 0.8 and the old slew, walks 60 s with 1.0)
     landing_change_fade: float = 1.0
     landing_change_fade_per_foot: bool = True  # per-foot offsets too (strafe/turn misses kept into backward walking)
@@ -78,7 +78,7 @@ class ControllerConfig:
     command_deadband: tuple[float, float, float] = (0.02, 0.02, 0.05)  # below this the robot may stand
     # m/s^2, m/s^2, rad/s^2 slew of the used command. A command change then takes 1-3 steps instead of one, so the
     # body's momentum (which the plan does not see) keeps up with the plan. Measured over random sequences (seeds
-    # 1-12, 60 s each, with the other 2026-12 settings): 0.3/0.3/1.0 fell in 1-3 of 12, 0.15/0.15/0.5 in 0 of 12;
+    # 1-12, 60 s each, with the other 2026-11-30 settings): 0.3/0.3/1.0 fell in 1-3 of 12, 0.15/0.15/0.5 in 0 of 12;
     # forward 0.3 m/s still walks 2.46 m in 10 s (2.4 needed).
     command_rate: tuple[float, float, float] = (0.15, 0.15, 0.5)
     # fraction of its slew rate a growing command part gets while another part still runs down or reverses (more
@@ -98,7 +98,11 @@ class ControllerConfig:
     # may use its whole range; see command_combined_exponent); a combined command beyond it is scaled down as a
     # whole. Measured: 0.15 m/s forward + 0.1 sideways + 0.2 rad/s (sum 1.08) falls at 6.7 s, scaled to 0.7 it walks
     # 10 s; each part alone walks. random_20x3s: 0.7 with a saturated part allowing the rest up to 1.0 falls at 6.9 s.
-    command_combined_limit: float = 0.5
+    # Random sequences (seeds 1-24 x settle 1.0/1.04/1.1, 60 s each, with the other 2026-11-30 settings): 0.5 fell in 5
+    # of 72 (swing foot scuffing, stance sole spinning in strafe/turn mixes and their reversals), 0.4 in 2 of 72,
+    # 0.35 in 1 of 72 (unseen settle times 1.02/1.07: 0.5 fell in 2 of 48, 0.4 in 1 of 48); single-part commands
+    # (the forward/backward/strafe/turn scenarios) are unaffected.
+    command_combined_limit: float = 0.4
     # per step: integral gain of a stride-length correction from leg odometry (the body's measured advance per step
     # against the commanded one): the capture-point blend and landing misses otherwise walk ~10 % short. The
     # correction only lengthens, is learned at a steady command only, is clipped to ``stride_adapt_limit`` of the
