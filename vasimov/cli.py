@@ -142,16 +142,11 @@ def cmd_topics(ns: argparse.Namespace) -> int:
         print("vasimov topics: --window must be > 0", file=sys.stderr)
         return 2
     _ros_env()
-    import threading
-
     from vasimov import introspect
+    from vasimov.stop_signals import stop_on_signals
 
-    stop = threading.Event()
-    restore = introspect.install_stop_signals(stop)
-    try:
+    with stop_on_signals() as stop:
         rates = introspect.measure_topics(ns.window, stop=stop)
-    finally:
-        restore()
     print(introspect.format_table(rates, ns.window))
     return 0
 
@@ -162,19 +157,15 @@ def cmd_echo(ns: argparse.Namespace) -> int:
         print("vasimov echo: --count must be >= 0", file=sys.stderr)
         return 2
     _ros_env()
-    import threading
-
     from vasimov import introspect
+    from vasimov.stop_signals import stop_on_signals
 
-    stop = threading.Event()
-    restore = introspect.install_stop_signals(stop)
-    try:
-        return introspect.echo(ns.topic, count=count, as_json=ns.json, wait_s=ns.wait, stop=stop)
-    except introspect.IntrospectError as exc:
-        print(f"vasimov echo: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        restore()
+    with stop_on_signals() as stop:
+        try:
+            return introspect.echo(ns.topic, count=count, as_json=ns.json, wait_s=ns.wait, stop=stop)
+        except introspect.IntrospectError as exc:
+            print(f"vasimov echo: {exc}", file=sys.stderr)
+            return 1
 
 
 def cmd_model_export(ns: argparse.Namespace) -> int:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -310,9 +309,3 @@ def echo(topic: str, *, count: int = 0, as_json: bool = False, wait_s: float = 1
         return 0
     finally:
         s.close()
-
-
-def install_stop_signals(stop: threading.Event) -> Callable[[], None]:
-    """Ctrl-C/SIGTERM set ``stop`` (so output ends cleanly); returns a function restoring the old handlers."""
-    old = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    return lambda: [signal.signal(sig, h) for sig, h in old.items()] and None

@@ -24,10 +24,8 @@ import hashlib
 import importlib.metadata
 import json
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -51,6 +49,7 @@ from vasimov.ros import qos, topics
 from vasimov.ros.batch_take import spin_once_batched
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
+from vasimov.stop_signals import stop_on_signals
 
 # `lockstep` (from COMMON) makes the recorder a lockstep participant: it subscribes to the tick topic only once the
 # expected nodes' topics are all subscribed and matched.
@@ -378,34 +377,31 @@ class RecorderNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Record until SIGINT/SIGTERM; exit 0 with a closed bag, 1 if the writer failed, 2 on bad configuration."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     node: RecorderNode | None = None
     code = 0
-    try:
-        node = RecorderNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        node.start(executor)
-        while not stop.is_set() and rclpy.ok():
-            spin_once_batched(executor, node, 0.1)
-            stop.wait(node.p["batch_period"])  # let messages gather: one wake-up per batch, not per message
-        node.drain(executor)
-    except ExternalShutdownException:
-        pass
-    except (ValueError, bag.BagError, re.error) as exc:
-        print(f"recorder: cannot start: {exc}", file=sys.stderr)
-        code = EXIT_CONFIG
-    finally:
-        if node is not None:
-            summary = node.close()
-            if summary.writer_error:
-                code = code or 1
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-        for s, h in old.items():
-            signal.signal(s, h)
+    with stop_on_signals() as stop:
+        try:
+            node = RecorderNode()
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            node.start(executor)
+            while not stop.is_set() and rclpy.ok():
+                spin_once_batched(executor, node, 0.1)
+                stop.wait(node.p["batch_period"])  # let messages gather: one wake-up per batch, not per message
+            node.drain(executor)
+        except ExternalShutdownException:
+            pass
+        except (ValueError, bag.BagError, re.error) as exc:
+            print(f"recorder: cannot start: {exc}", file=sys.stderr)
+            code = EXIT_CONFIG
+        finally:
+            if node is not None:
+                summary = node.close()
+                if summary.writer_error:
+                    code = code or 1
+                node.destroy_node()
+            if rclpy.ok():
+                rclpy.shutdown()
     return code
 
 

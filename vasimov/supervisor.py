@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from vasimov.launch_file import LaunchDescription, NodeSpec
+from vasimov.stop_signals import stop_on_signals
 
 _PR_SET_PDEATHSIG = 1
 
@@ -89,19 +90,14 @@ class Supervisor:
             self._children.append(child)
             self._say(f"started node '{spec.name}' (pid {proc.pid})")
 
-    def request_stop(self, *_: object) -> None:
-        self._stop.set()
-
     def run(self) -> int:
         """Start everything, wait until a stop is requested or a node exits, stop the rest; return the exit code."""
-        old = {s: signal.signal(s, self.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            self.start()
-            code = self._watch()
-        finally:
-            self.stop_all()
-            for s, h in old.items():
-                signal.signal(s, h)
+        with stop_on_signals(self._stop):
+            try:
+                self.start()
+                code = self._watch()
+            finally:
+                self.stop_all()
         return code
 
     def _watch(self) -> int:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+from vasimov.ros.batch_take import spin_once_batched
 
 EXIT_CONFIG = 2
 
@@ -27,10 +30,6 @@ def make_executor() -> Any:
 def spin_batched(executor: Any, node: Any, period: float) -> None:
     """For observer nodes: wake at most once per ``period``, then take every message that gathered meanwhile
     (``vasimov.ros.batch_take``); per-message wake-ups were most of an observer's CPU at lockstep rates."""
-    import time
-
-    from vasimov.ros.batch_take import spin_once_batched
-
     while rclpy.ok():
         spin_once_batched(executor, node, 0.1)
         time.sleep(period)

@@ -1,0 +1,24 @@
+"""Ctrl-C and SIGTERM as a request to finish, for code that must end cleanly (close a bag, stop its children,
+end a table) rather than be interrupted wherever it happens to be."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event | None = None) -> Iterator[threading.Event]:
+    """Within the block, SIGINT/SIGTERM set ``stop`` (a new event if none is given) instead of raising; the previous
+    handlers come back on exit. Main thread only (Python's rule for signal handlers)."""
+    event = stop if stop is not None else threading.Event()
+    old = {s: signal.signal(s, lambda *_: event.set()) for s in STOP_SIGNALS}
+    try:
+        yield event
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
