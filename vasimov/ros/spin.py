@@ -48,11 +48,6 @@ def run_node(name: str, factory: Callable[[], Any], args: list[str] | None = Non
         batch_period = float(getattr(node, "batch_period", 0.0))
         if batch_period > 0.0:
             spin_batched(executor, node, batch_period)
-        elif os.environ.get("VASIMOV_TAKE") == "direct":
-            from vasimov.ros.batch_take import spin_once_batched
-
-            while rclpy.ok():
-                spin_once_batched(executor, node, 0.5)
         else:
             executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
