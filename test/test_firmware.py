@@ -103,9 +103,13 @@ class Rig:
         return out
 
     def release_gantry(self) -> FirmwareOutput:
+        """Stand, arm and let the walking policy take over (which takes the hook off), then settle for 1 s."""
         if self.out is None or self.fw.mode is not Mode.STAND:
             self.stand_armed()
-        return self.run_until(self.t + 3.0)
+        assert self.submit(VelocityCommand(0.0, 0.0, 0.0)) is None
+        out = self.run_until(self.t + 1.0)
+        assert not out.gantry_engaged
+        return out
 
 
 def vel(vx: float = 0.0, vy: float = 0.0, vyaw: float = 0.0) -> VelocityCommand:
@@ -250,42 +254,48 @@ def test_move_to_stand_ramps_from_current_pose_and_keeps_armed() -> None:
 
 
 # ── gantry ──────────────────────────────────────────────────────────────────────────────────────────────────────
-def test_gantry_releases_one_second_after_the_ramp_completes() -> None:
+def test_gantry_lowers_from_stand_and_stays_through_stand_and_damp() -> None:
     rig = Rig()
-    rig.tick(3)
-    t0 = rig.t
+    out = rig.tick(3)
+    assert out.gantry_engaged and not out.gantry_lowering  # boot: the limp robot hangs on the hook
     rig.submit(StandCommand())
-    out = rig.run_until(t0 + 2.0 + 1.0 - DT)
-    assert out.gantry_engaged and out.stand_ramp_done
     out = rig.tick()
-    assert not out.gantry_engaged and out.counters["gantry_releases"] == 1
+    assert out.gantry_engaged and out.gantry_lowering
+    out = rig.run_until(rig.t + 10.0)  # a robot left in STAND stays on the hook: nothing lets go on a timer
+    assert out.mode is Mode.STAND and out.stand_ramp_done and out.gantry_engaged and out.gantry_lowering
     rig.submit(DampCommand())
-    rig.gravity = UPRIGHT
-    assert not rig.tick(5).gantry_engaged  # it does not come back by itself
-
-
-def test_gantry_release_follows_a_custom_delay_and_releases_in_move() -> None:
-    rig = Rig(gantry_release_after_stand_s=0.4)
-    rig.tick()
-    t0 = rig.t
+    out = rig.tick()
+    assert out.gantry_engaged and not out.gantry_lowering  # a DAMPed robot hangs where it is
     rig.submit(StandCommand())
-    rig.run_until(t0 + 0.6)
-    assert rig.submit(vel(0.2)) is None  # armed: MOVE before the ramp ends
-    out = rig.run_until(t0 + 2.4 - DT)
-    assert out.mode is Mode.MOVE and out.gantry_engaged
-    assert not rig.tick().gantry_engaged
+    assert rig.tick().gantry_lowering
+    assert out.counters["gantry_releases"] == 0
 
 
-def test_damp_before_release_keeps_the_gantry() -> None:
+def test_gantry_comes_off_on_the_tick_the_walking_policy_takes_over() -> None:
     rig = Rig()
-    rig.tick()
-    rig.submit(StandCommand())
-    rig.run_until(2.5)
+    rig.stand_armed()  # armed 0.5 s into the 2 s ramp, as the SDK's `stand` returns
+    assert rig.fw.gantry_engaged
+    assert rig.submit(vel()) is None  # `balance` mid-ramp
+    out = rig.tick()
+    assert out.mode is Mode.MOVE and out.policy_active
+    assert not out.gantry_engaged and not out.gantry_lowering and out.counters["gantry_releases"] == 1
+    rig.submit(StandCommand())  # MOVE -> STAND: the hook stays off
     rig.submit(DampCommand())
-    assert rig.run_until(10.0).gantry_engaged
-    t0 = rig.t
-    rig.submit(StandCommand())  # a new STAND schedules a new release
-    assert rig.run_until(t0 + 3.0).gantry_engaged is False
+    assert not rig.tick(5).gantry_engaged  # it does not come back by itself (only restart() puts it back)
+    rig.fw.restart()
+    rig.k = 0
+    assert rig.tick().gantry_engaged
+
+
+def test_joint_control_keeps_the_gantry() -> None:
+    """The vendor's move_joints example needs the robot "hanging from its gantry hook": trajectories keep it."""
+    rig = Rig()
+    rig.stand_armed()
+    assert rig.submit(traj()) is None
+    out = rig.tick(100)
+    assert out.mode is Mode.MOVE and out.move_submode is MoveSubmode.TRAJECTORY and out.gantry_engaged
+    assert rig.submit(vel()) is None  # a velocity hands the joints to the policy: now it comes off
+    assert not rig.tick().gantry_engaged
 
 
 def test_no_fall_detection_while_on_the_gantry() -> None:
@@ -489,7 +499,8 @@ def _in_state(name: str) -> Rig:
         rig.tick()
         return rig
     if name == "latched":
-        rig.run_until(rig.t + 3.0)  # gantry released
+        rig.submit(vel())  # the walking policy takes over: the gantry hook comes off
+        rig.run_until(rig.t + 1.0)
         rig.gravity = FALLEN
         out = rig.tick()
         assert out.fault_latched

@@ -163,6 +163,7 @@ def test_fall_latches_a_fault_refuses_stand_and_restart_recovers(graph, home):
     robot = _robot()
     try:
         robot.stand(timeout=10)
+        robot.balance()  # the walking policy takes over: the gantry hook comes off
         wait_for(lambda: not _firmware()["gantry_engaged"], 10, "gantry release")
         http_json_when_ready(f"{API}/api/sim/push",
                              {"body": "pelvis_link", "force": [0.0, 400.0, 0.0], "duration": 0.4})

@@ -27,8 +27,14 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
 * **MOVE/POLICY**: the policy's 23 targets (policy order, ``POLICY_TO_JOINT``) with the policy gain table unless the
   policy supplies gains, through the same target clamp as a trajectory; the neck held at its default with its
   policy gains. No usable policy output -> the previous tick's targets and gains are held (counted).
-* **Virtual gantry** (twin-only, boot stand): engaged at boot, released ``gantry_release_after_stand_s`` after the
-  STAND ramp completes (a DAMP before that cancels the release; the next STAND schedules it again).
+* **Virtual gantry** (twin-only: the hook of the stand the robot boots on, and its operator). The vendor's examples
+  describe the robot "hanging from its gantry hook with both feet on the floor", needing that support for joint
+  control and not for the walking policy. So: engaged at boot (the limp robot hangs upright); from a STAND command
+  on it *lowers* (``gantry_lowering``: the plant lowers the hook while the legs stand up, so the soles rest on the
+  floor and the hook carries only what the legs do not); it stays on through STAND, MOVE/TRAJECTORY and DAMP
+  (a damped robot hangs where it is); it is taken off on the tick the walking policy takes the joints (MOVE/POLICY),
+  never while anything else holds the robot, so the policy starts on a robot that stands on its feet and is never
+  dropped by a timed release mid-balance. Only ``restart()`` puts it back on.
 * **Faults latch**: a fall (projected-gravity z > ``fall_gravity_z`` once the gantry has released) or a motor over
   ``overtemp_c`` -> FAULT_DAMP, ``error_flags |= 1 | 1 << (1 + alert_id)``; the alert entry stays while its
   condition lasts and clears ``alert_clear_s`` after it ends; the flags and the latch stay until ``restart()``.
@@ -137,8 +143,6 @@ class FirmwareParams:
 
     stand_ramp_s: STAND ramp duration; Menlo API page ("ramps to a standing pose over ~2 s"), fact sheet
         ``stand_ramp`` (ASSUMED linear profile, from vasimov).
-    gantry_release_after_stand_s: virtual gantry releases this long after the STAND ramp completes; vasimov artefact
-        (fact sheet ``stand_ramp.vasimov_gantry_auto_release_after_ramp_s``), not a robot property.
     arm_gravity_z, arm_hold_s, arm_max_gap_s: the MOVE gate; menlo-sdk ``_preflight.ARM_GRAVITY_Z`` /
         ``ARM_HOLD_S`` / ``ARM_MAX_GAP_S`` (the SDK mirrors the firmware; the firmware must not arm later).
     fall_gravity_z: fall trip, projected-gravity z above this (tilt > 60 deg); menlo-sdk comments, fact sheet
@@ -161,7 +165,6 @@ class FirmwareParams:
     """
 
     stand_ramp_s: float = 2.0
-    gantry_release_after_stand_s: float = 1.0
     arm_gravity_z: float = -0.87
     arm_hold_s: float = 0.5
     arm_max_gap_s: float = 0.25
@@ -184,7 +187,6 @@ class FirmwareParams:
     def __post_init__(self) -> None:
         nonneg = (
             "stand_ramp_s",
-            "gantry_release_after_stand_s",
             "arm_hold_s",
             "arm_max_gap_s",
             "trajectory_timeout_s",
@@ -263,6 +265,7 @@ class FirmwareOutput:
     policy_active: bool
     policy_epoch: int
     gantry_engaged: bool
+    gantry_lowering: bool
     stand_ramp_done: bool
     position: np.ndarray
     velocity: np.ndarray
@@ -419,7 +422,7 @@ class Firmware:
         self._alerts.clear()
         self._overtemp_active = np.zeros(NUM_JOINTS, dtype=bool)
         self._gantry_engaged = True
-        self._gantry_release_at: float | None = None
+        self._gantry_lowering = False
         self._clock = 0.0
         self._last_tick_t: float | None = None
         self._ramp_from: np.ndarray | None = None
@@ -531,7 +534,7 @@ class Firmware:
         self._ramp_from = None if self._last_valid is None else self._last_valid[0].copy()
         self._ramp_t0 = t
         if self._gantry_engaged:
-            self._gantry_release_at = t + self.params.stand_ramp_s + self.params.gantry_release_after_stand_s
+            self._gantry_lowering = True  # stand up on the hook: it lowers until the soles rest on the floor
         if self._last_valid is not None and self._last_valid[2][2] < self.params.arm_gravity_z:
             # The arming hold starts at the mode change itself (with the latest reading), so the firmware is armed
             # no later than the SDK's mirror, which counts from the first STAND sample it receives.
@@ -656,7 +659,13 @@ class Firmware:
         if mode is not Mode.MOVE or submode is not MoveSubmode.POLICY:
             self._velocity = np.zeros(3)
         if mode in (Mode.DAMP, Mode.FAULT_DAMP):
-            self._gantry_release_at = None  # a DAMPed robot stays on the gantry until it stands again
+            self._gantry_lowering = False  # a DAMPed robot hangs on the hook where it is
+        elif mode is Mode.MOVE and submode is MoveSubmode.POLICY and self._gantry_engaged:
+            # The walking policy takes the joints: the hook comes off now, with the robot on its feet, so the policy
+            # balances from its first tick what it will balance from then on (joint control keeps the hook).
+            self._gantry_engaged = False
+            self._gantry_lowering = False
+            self._counters["gantry_releases"] += 1
 
     def _latch(self, alert_id: int, counter: str) -> None:
         bit = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + alert_id))
@@ -702,12 +711,6 @@ class Firmware:
             temps = self._thermal.step(tau_motor, dt if valid else 0.0)
             currents = self._thermal.current(tau_motor)
 
-        # Gantry: released a fixed time after the STAND ramp completes, while the robot is still standing/moving.
-        if self._gantry_engaged and self._gantry_release_at is not None and t >= self._gantry_release_at - TIME_EPS:
-            self._gantry_engaged = False
-            self._gantry_release_at = None
-            self._counters["gantry_releases"] += 1
-
         if valid:
             self._check_faults(t, g, temps)
 
@@ -747,6 +750,7 @@ class Firmware:
             policy_active=self._mode is Mode.MOVE and self._submode is MoveSubmode.POLICY,
             policy_epoch=self._policy_epoch,
             gantry_engaged=self._gantry_engaged,
+            gantry_lowering=self._gantry_lowering,
             stand_ramp_done=self._mode is Mode.STAND and t - self._ramp_t0 >= p.stand_ramp_s - TIME_EPS,
             position=targets.position,
             velocity=targets.velocity,

@@ -33,8 +33,6 @@ PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
     ParamSpec("command_script", "", "YAML file of timed commands submitted at their tick (deterministic source)."),
     ParamSpec("stand_ramp_duration", 2.0, "Seconds STAND takes to blend to the stand pose.", min=0.1, max=10.0),
-    ParamSpec("gantry_release_delay", 1.0, "Seconds after the STAND ramp completes before the virtual gantry "
-              "releases the pelvis.", min=0.0, max=60.0),
     ParamSpec("thermal_model", True, "Compute motor temperatures from simulated effort (assumed parameters); off = "
               "temperatures are not reported and no thermal alert fires."),
     ParamSpec("arbiter_hold", 1.0, "Seconds a higher-priority command source keeps control after its last command.",
@@ -50,7 +48,6 @@ class EdgeNode(Node):
         self.control_period = self.p["physics_dt"] * self.p["control_decimation"]
         self.firmware = Firmware(FirmwareParams(
             stand_ramp_s=self.p["stand_ramp_duration"],
-            gantry_release_after_stand_s=self.p["gantry_release_delay"],
             thermal_model=self.p["thermal_model"],
         ))
         self.arbiter = Arbiter(hold_s=self.p["arbiter_hold"])
@@ -174,6 +171,7 @@ class EdgeNode(Node):
         c.kd = out.kd
         c.torque_ff = out.torque_ff
         c.gantry_engaged = bool(out.gantry_engaged)
+        c.gantry_lowering = bool(out.gantry_lowering)
         self.pub_cmd.publish(c)
 
         s = self.m_state

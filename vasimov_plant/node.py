@@ -212,8 +212,8 @@ class PlantNode(Node):
     # -- commands ------------------------------------------------------------------------------------------------
     def _apply(self, cmd: MotorCommand) -> None:
         self.core.set_command(cmd.position, cmd.velocity, cmd.kp, cmd.kd, cmd.torque_ff)
-        if not cmd.gantry_engaged:
-            self.core.set_gantry(False)
+        if self.core.gantry_engaged or not cmd.gantry_engaged:  # a hook once off comes back only on restart
+            self.core.set_gantry(cmd.gantry_engaged, cmd.gantry_lowering)
 
     def _apply_damping(self) -> None:
         n = joints.NUM_JOINTS
