@@ -37,6 +37,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "temperatures are not reported and no thermal alert fires."),
     ParamSpec("arbiter_hold", 1.0, "Seconds a higher-priority command source keeps control after its last command.",
               min=0.0, max=60.0),
+    ParamSpec("report_fault_damp", False, "Report a latched fault as mode FAULT_DAMP (5) instead of DAMP (0); either "
+              "way error_flags and the alert are set and the latch holds until a restart."),
 )
 
 
@@ -49,6 +51,7 @@ class EdgeNode(Node):
         self.firmware = Firmware(FirmwareParams(
             stand_ramp_s=self.p["stand_ramp_duration"],
             thermal_model=self.p["thermal_model"],
+            report_fault_damp=self.p["report_fault_damp"],
         ))
         self.arbiter = Arbiter(hold_s=self.p["arbiter_hold"])
         self.script = command_script.ScriptPlayer(
@@ -123,6 +126,10 @@ class EdgeNode(Node):
         rejection = self.arbiter.admit(cmd, self.t_fw)
         if rejection is None:
             rejection = self.firmware.submit(cmd, self.t_fw)
+            for note in self.firmware.last_gain_notes:
+                if note in ("trajectory_gains_substituted", "trajectory_gains_non_finite"):
+                    self.log_limited(note, f"{type(cmd).__name__} from {cmd.source.name} applied with the gain table "
+                                           f"for an unusable kp/kd array ({note})")
         else:
             self.firmware.count_rejection(rejection)
         if rejection is not None:
