@@ -6,9 +6,11 @@ Real time is the lockstep protocol with one more condition. Control tick k's phy
 * the wall clock has reached tick k's slot on the schedule (never ahead of real time).
 
 When the machine cannot keep up (answers arrive after their slot), simulated time slows down instead of a control
-tick going without its answer: the schedule may fall behind by at most ``max_backlog`` control periods, which it
-catches up (ticks run back to back, still each with its answer); beyond that the schedule restarts from now and the
-lost wall time is simply not simulated (the real-time factor drops below 1).
+tick going without its answer: the schedule may fall behind by at most ``max_backlog_s`` of wall time, which it
+catches up (ticks run back to back, still each with its answer), so a short stall of a busy machine costs no
+simulated time; beyond that the schedule restarts from now and the lost wall time is simply not simulated (the
+real-time factor drops below 1). The default, 0.25 s, is the longest gap the SDK's arming hold tolerates
+(`ARM_MAX_GAP_S`): stalls up to it are absorbed, longer ones are not replayed as a burst.
 
 Only a participant that is really gone lets a tick go without its answer: when no answer at all (to any tick) has
 arrived for ``answer_timeout`` wall seconds, the plant stops waiting and steps on at wall pace, under the
@@ -20,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+MAX_BACKLOG_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -60,14 +64,14 @@ class Pacer:
     answer arrives), then reports with ``started(now, answered)`` once it steps.
     """
 
-    def __init__(self, *, period_wall: float, period_sim: float, answer_timeout: float, max_backlog: int = 5,
-                 now: float) -> None:
-        if not (period_wall > 0 and period_sim > 0 and answer_timeout > 0 and max_backlog >= 0):
-            raise ValueError("period_wall, period_sim and answer_timeout must be > 0, max_backlog >= 0")
+    def __init__(self, *, period_wall: float, period_sim: float, answer_timeout: float,
+                 max_backlog_s: float = MAX_BACKLOG_S, now: float) -> None:
+        if not (period_wall > 0 and period_sim > 0 and answer_timeout > 0 and max_backlog_s >= 0):
+            raise ValueError("period_wall, period_sim and answer_timeout must be > 0, max_backlog_s >= 0")
         self.period_wall = period_wall
         self.period_sim = period_sim
         self.answer_timeout = answer_timeout
-        self.max_backlog = max_backlog
+        self.max_backlog_s = max_backlog_s
         self.slot = now + period_wall  # the first tick (0 -> 1) starts one period after the start
         self.last_answer = now  # a participant that never answers is waited for once, from the start
         self.slipped_s = 0.0  # wall time the schedule gave up on (not simulated)
@@ -107,7 +111,7 @@ class Pacer:
             del self.total.lateness[:100_000]
         self.slot += self.period_wall
         behind = now - self.slot
-        if behind > self.max_backlog * self.period_wall:
+        if behind > self.max_backlog_s:
             self.slipped_s += behind
             self.slot = now  # too far behind to catch up: simulated time slows down instead
         return lateness
