@@ -57,7 +57,7 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gantry_height", 0.639, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
     ParamSpec("command_timeout", 0.1, "Real time only, once a participant is silent (answer_timeout): the last "
               "motor command is used while younger than this (sim s), then replaced by damping.", min=0.01, max=10.0),
-    ParamSpec("answer_timeout", 0.5, "Real time only: wall seconds without any motor command after which the plant "
+    ParamSpec("answer_timeout", 1.0, "Real time only: wall seconds without any motor command after which the plant "
               "stops waiting for each tick's answer and steps on at wall pace (a participant is gone).",
               min=0.05, max=10.0),
     ParamSpec("realtime_log_period", 10.0, "Real time only: wall seconds between log lines with the achieved "
