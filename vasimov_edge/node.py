@@ -1,7 +1,8 @@
 """The edge node: Asimov Edge + firmware. Converts messages to calls of the pure `Firmware` core and back.
 
 Per control tick k it needs the plant's tick-k sensor state and the policy's tick-k targets (lockstep waits for
-both; real time uses the latest policy answer if tick k's is late). Commands from every source go through the
+both; real time waits for the policy's answer too, decides tick k with the latest answer once tick k+1 arrives, and
+does not wait before the policy runner's first answer). Commands from every source go through the
 arbiter, then the firmware; rejections are counted and logged (rate-limited) and never change state.
 """
 
@@ -84,6 +85,11 @@ class EdgeNode(Node):
         if msg.epoch != self.epoch:
             self._restart(msg.epoch)
         self.sync.put("state", msg.epoch, msg.tick, msg)
+        if not self.lockstep and self.last_policy is None and msg.tick > self.last_tick:
+            # real time, no policy answer yet in this life (the runner still starting): nothing to wait for. The
+            # plant waits for this tick's answer; the firmware uses policy targets only in MOVE, long after this.
+            self._decide(msg, None)
+            return
         self._try(msg.tick)
         if not self.lockstep:
             # real time: a tick whose policy answer never came is decided with the latest answer

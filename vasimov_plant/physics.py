@@ -191,6 +191,33 @@ def _vector(name: str, value: ArrayLike, n: int = NUM_JOINTS) -> NDArray[np.floa
     return arr
 
 
+@dataclass(frozen=True)
+class MotorTargets:
+    """A validated joint-space motor command (25-vectors, joint-index order): finite, gains >= 0."""
+
+    position: NDArray[np.float64]
+    velocity: NDArray[np.float64]
+    kp: NDArray[np.float64]
+    kd: NDArray[np.float64]
+    torque_ff: NDArray[np.float64]
+
+
+def validate_command(position: ArrayLike, velocity: ArrayLike, kp: ArrayLike, kd: ArrayLike,
+                     torque_ff: ArrayLike) -> MotorTargets:
+    """The one rule for a motor command the plant accepts: five finite 25-vectors, ``kp`` and ``kd`` >= 0.
+
+    Raises ``ValueError`` naming the field and the joints. ``PlantCore.set_command`` applies it; the plant node
+    applies it to every message it receives, before anything reaches physics (a message can come from anyone on
+    the graph).
+    """
+    t = MotorTargets(_vector("position", position), _vector("velocity", velocity), _vector("kp", kp),
+                     _vector("kd", kd), _vector("torque_ff", torque_ff))
+    for name, g in (("kp", t.kp), ("kd", t.kd)):
+        if (g < 0.0).any():
+            raise ValueError(f"{name} must be >= 0; negative at {[SIM_NAMES[i] for i in np.flatnonzero(g < 0)]}")
+    return t
+
+
 class PlantCore:
     """Asimov 1 in MuJoCo: boots limp on a virtual gantry, steps at the model timestep, reports sensors and truth.
 
@@ -321,22 +348,15 @@ class PlantCore:
     ) -> None:
         """Latch a joint-space command (25-vectors, joint-index order) used by every step until the next one.
 
-        Commands are validated here, at the edge: a non-finite entry or a negative gain is a caller bug and raises
-        ``ValueError`` naming the joints, rather than surfacing later as a divergence.
+        Commands are validated here, at the edge (``validate_command``): a non-finite entry or a negative gain is a
+        caller bug and raises ``ValueError`` naming the joints, rather than surfacing later as a divergence.
         """
-        pos = _vector("position", position)
-        vel = _vector("velocity", velocity)
-        gp = _vector("kp", kp)
-        gd = _vector("kd", kd)
-        ff = _vector("torque_ff", torque_ff)
-        for name, g in (("kp", gp), ("kd", gd)):
-            if (g < 0.0).any():
-                raise ValueError(f"{name} must be >= 0; negative at {[SIM_NAMES[i] for i in np.flatnonzero(g < 0)]}")
-        np.copyto(self._cmd_pos, pos)
-        np.copyto(self._cmd_vel, vel)
-        np.copyto(self._cmd_kp, gp)
-        np.copyto(self._cmd_kd, gd)
-        np.copyto(self._cmd_ff, ff)
+        t = validate_command(position, velocity, kp, kd, torque_ff)
+        np.copyto(self._cmd_pos, t.position)
+        np.copyto(self._cmd_vel, t.velocity)
+        np.copyto(self._cmd_kp, t.kp)
+        np.copyto(self._cmd_kd, t.kd)
+        np.copyto(self._cmd_ff, t.torque_ff)
 
     def set_gantry(self, engaged: bool, lowering: bool = False) -> None:
         """Set the boot gantry: ``engaged=False`` takes it off; re-engaging is only possible through ``reset()``.
