@@ -56,4 +56,29 @@ if [ "$(cat "$STAMP/project" 2>/dev/null)" != "$proj_hash" ] || [ ! -x "$VENV/bi
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT"
   echo "$proj_hash" > "$STAMP/project"
 fi
+# The vendor's source distribution of the pinned menlo-sdk: its live rig test and examples run against the twin
+# (test/test_vendor_sdk.py). Fetched once into .venv/share, checked by the sha256 of the file pip gives; never committed.
+SDK_VERSION=0.1.0
+SDK_SDIST_SHA256=c787b49a6931d0aab8984c2481c0ad898db439f82cacf8cb8a484fa3ea2d0fc1
+SDK_DIR=$VENV/share/menlo-sdk-$SDK_VERSION
+if ! grep -qx "menlo-sdk==$SDK_VERSION" "$ROOT/requirements.txt"; then
+  echo "setup: requirements.txt no longer pins menlo-sdk==$SDK_VERSION; update SDK_VERSION and SDK_SDIST_SHA256 here" >&2
+  exit 1
+fi
+if [ "$(cat "$SDK_DIR/.sdist_sha256" 2>/dev/null)" != "$SDK_SDIST_SHA256" ]; then
+  echo "setup: fetching the menlo-sdk $SDK_VERSION source distribution (vendor tests and examples)"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-binary :all: --no-deps \
+    "menlo-sdk==$SDK_VERSION" -d "$tmp/dl" || { echo "setup: could not download the menlo-sdk sdist" >&2; exit 1; }
+  sdist=$tmp/dl/menlo_sdk-$SDK_VERSION.tar.gz
+  got=$(sha256sum "$sdist" | cut -d' ' -f1)
+  if [ "$got" != "$SDK_SDIST_SHA256" ]; then
+    echo "setup: menlo-sdk sdist sha256 $got, expected $SDK_SDIST_SHA256; not using it" >&2
+    exit 1
+  fi
+  mkdir -p "$tmp/x" && tar -xzf "$sdist" -C "$tmp/x"
+  rm -rf "$SDK_DIR" && mkdir -p "$VENV/share" && mv "$tmp/x/menlo_sdk-$SDK_VERSION" "$SDK_DIR"
+  echo "$SDK_SDIST_SHA256" > "$SDK_DIR/.sdist_sha256"
+fi
 echo "setup: .venv ready"
