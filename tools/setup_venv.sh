@@ -81,4 +81,18 @@ if [ "$(cat "$SDK_DIR/.sdist_sha256" 2>/dev/null)" != "$SDK_SDIST_SHA256" ]; the
   rm -rf "$SDK_DIR" && mkdir -p "$VENV/share" && mv "$tmp/x/menlo_sdk-$SDK_VERSION" "$SDK_DIR"
   echo "$SDK_SDIST_SHA256" > "$SDK_DIR/.sdist_sha256"
 fi
+# Foxglove's JavaScript client and CDR decoder for test/test_foxglove_js_client.py, pinned by test/js/package-lock.json
+if command -v npm >/dev/null 2>&1; then
+  js_hash=$(hash_of "$ROOT/test/js/package-lock.json")
+  if [ "$(cat "$STAMP/js" 2>/dev/null)" != "$js_hash" ] || [ ! -d "$ROOT/test/js/node_modules" ]; then
+    echo "setup: installing test/js (npm ci)"
+    if (cd "$ROOT/test/js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+      echo "$js_hash" > "$STAMP/js"
+    else
+      echo "setup: npm ci in test/js failed; test_foxglove_js_client will fail until it succeeds" >&2
+    fi
+  fi
+else
+  echo "setup: npm not found; test_foxglove_js_client will be skipped (install Node.js to run it)"
+fi
 echo "setup: .venv ready"
