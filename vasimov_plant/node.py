@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration
@@ -39,6 +38,7 @@ from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
 from vasimov.ros.lockstep import writers_matched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
+from vasimov.ros.spin import ros_session
 from vasimov_plant.physics import GroundTruth, PhysicsError, PlantCore, SensorReading
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -413,20 +413,23 @@ class PlantNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
+    with ros_session(args) as stop:  # Ctrl-C/SIGTERM set `stop`, which also ends the physics thread
+        return _run(stop)
+
+
+def _run(stop: threading.Event) -> int:
     node = None
-    stop = threading.Event()
     code = 0
     try:
         node = PlantNode()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         if node.lockstep:
-            while rclpy.ok() and not node.participants_ready():
+            while not stop.is_set() and not node.participants_ready():
                 executor.spin_once(timeout_sec=0.05)
             node.get_logger().info("lockstep: all participants matched; starting")
             node.start_lockstep()
-            while rclpy.ok() and node.exit_code is None:
+            while not stop.is_set() and node.exit_code is None:
                 executor.spin_once(timeout_sec=0.5)
                 if node.lockstep_stalled():
                     node.get_logger().error(
@@ -437,7 +440,7 @@ def main(args: list[str] | None = None) -> int:
             loop = threading.Thread(target=node.realtime_loop, args=(stop,), name="physics", daemon=True)
             loop.start()
             try:
-                while rclpy.ok() and node.exit_code is None:
+                while not stop.is_set() and node.exit_code is None:
                     executor.spin_once(timeout_sec=0.1)
             finally:
                 stop.set()
@@ -446,7 +449,7 @@ def main(args: list[str] | None = None) -> int:
         code = node.exit_code or 0
         if node.exit_code is not None:
             node.flush_publishers(timeout=5.0)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except ExternalShutdownException:
         code = 0
     except ValueError as exc:
         print(f"plant: configuration error: {exc}", file=sys.stderr)
@@ -455,8 +458,6 @@ def main(args: list[str] | None = None) -> int:
         stop.set()
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
     return code
 
 
