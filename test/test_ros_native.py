@@ -12,6 +12,7 @@ README's "On a ROS 2 install" block, read from the README itself.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shlex
@@ -153,6 +154,7 @@ class Launched:
 
     def __init__(self, ws: Workspace, command: str, domain: int) -> None:
         self.ws, self.domain = ws, domain
+        self.zombies_before = zombie_shm_segments()
         self.log_path = ws.path.parent / f"launch-{domain}-{time.monotonic_ns()}.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(["bash", "-c", f"source install/setup.bash && exec {command}"], cwd=ws.path,
@@ -206,17 +208,24 @@ class Launched:
             assert re.search(rf"\[INFO\] \[{exe}-\d+\]: process has finished cleanly", text), \
                 f"{exe} did not finish cleanly:\n{text[-6000:]}"
         wait_for(lambda: not [p for p in pids.values() if pid_alive(p)], 10.0, "every node process to be gone")
-        assert not _domain_shm_ports(self.domain), f"Fast DDS port segments left: {_domain_shm_ports(self.domain)}"
+        left = zombie_shm_segments() - self.zombies_before
+        assert not left, f"Fast DDS segments of ended processes left in /dev/shm: {sorted(left)}"
 
 
-def _domain_shm_ports(domain: int) -> list[str]:
-    """Fast DDS shared-memory port segments of this domain's participants (ports 7400 + 250 * domain + 0..249)."""
-    base = 7400 + 250 * domain
-    out = []
-    for f in Path("/dev/shm").glob("*fastdds_port*"):
-        m = re.search(r"fastdds_port(\d+)", f.name)
-        if m and base <= int(m.group(1)) < base + 250:
-            out.append(f.name)
+def zombie_shm_segments() -> set[str]:
+    """Fast DDS participant segments whose owner is gone (the rule of `fastdds shm clean`: a live participant holds
+    the flock of its segment's `_el` file). A process that ends cleanly leaves none; one killed hard leaves its own."""
+    out = set()
+    for f in Path("/dev/shm").glob("fastdds_*_el"):
+        if not re.fullmatch(r"fastdds_[0-9a-z]{16}_el", f.name):
+            continue
+        try:
+            with f.open("ab") as fd:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            out.add(f.name)
+        except OSError:
+            pass  # locked: in use
     return out
 
 
@@ -237,6 +246,23 @@ def _ros2(ws: Workspace, domain: int, command: str, timeout: float = 60.0) -> st
     return out.stdout
 
 
+def wait_nodes(ws: Workspace, domain: int, expected: set[str], timeout: float = 60.0) -> set[str]:
+    """`ros2 node list` until it shows every expected node (a fresh CLI participant discovers a dozen nodes in a few
+    hundred ms on an idle machine, seconds on a loaded one); fails with the last listing."""
+    seen: set[str] = set()
+
+    def listed() -> bool:
+        nonlocal seen
+        seen = set(_ros2(ws, domain, "node list --no-daemon --spin-time 2").split())
+        return expected <= seen
+
+    try:
+        wait_for(listed, timeout, "ros2 node list to show every node")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: missing {sorted(expected - seen)}, listed {sorted(seen)}") from None
+    return seen
+
+
 # -- the tests --------------------------------------------------------------------------------------------------------
 def test_show_args_lists_every_launch_argument(workspace: Workspace) -> None:
     out = _ros2(workspace, next_domain_id(), "launch vasimov bringup.launch.yaml --show-args")
@@ -252,9 +278,7 @@ def test_launched_graph_serves_the_ros2_tools_and_ends_cleanly(workspace: Worksp
     with launched(workspace) as g:
         g.wait_ready()
         d = g.domain
-        names = wait_for(lambda: (lambda o: o if all(f"/{n}\n" in o for n in NODES) else None)(
-            _ros2(workspace, d, "node list --no-daemon")), 30.0, "ros2 node list to show every node")
-        assert all(f"/{n}" in names for n in NODES), names
+        assert wait_nodes(workspace, d, {f"/{n}" for n in NODES}) == {f"/{n}" for n in NODES}
 
         echo = _ros2(workspace, d, "topic echo --once --no-daemon /joint_states sensor_msgs/msg/JointState")
         assert "name:" in echo and "position:" in echo, echo
@@ -305,10 +329,8 @@ def test_two_namespaced_twins_side_by_side(workspace: Workspace) -> None:
         for s in state_socks:
             data, _ = s.recvfrom(65536)  # RobotState datagrams from that twin's SDK bridge
             assert data
-        names = wait_for(lambda: (lambda o: o if all(f"/robot1/{n}\n" in o and f"\n/{n}\n" in f"\n{o}"
-                                                      for n in NODES) else None)(
-            _ros2(workspace, domain, "node list --no-daemon")), 30.0, "both twins' nodes in ros2 node list")
-        assert names.count("/plant\n") == 2, names  # /plant and /robot1/plant, nothing else
+        both = {f"/{n}" for n in NODES} | {f"/robot1/{n}" for n in NODES}
+        assert wait_nodes(workspace, domain, both) == both  # twelve distinct names, no duplicate /plant
         topics = _ros2(workspace, domain, "topic list --no-daemon")
         for t in ("/joint_states", "/clock", "/vasimov/plant/tick"):
             assert f"{t}\n" in topics and f"/robot1{t}\n" in topics, topics
@@ -334,7 +356,7 @@ def test_ros2_run_starts_a_single_node(workspace: Workspace) -> None:
                             env=ros_env(workspace.venv, domain), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, text=True)
     try:
-        wait_for(lambda: "/plant\n" in _ros2(workspace, domain, "node list --no-daemon"), 60.0, "/plant to appear")
+        assert wait_nodes(workspace, domain, {"/plant"}) == {"/plant"}
         assert "Integer value is: 3" in _ros2(workspace, domain, "param get --no-daemon /plant seed")
         os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
