@@ -331,9 +331,9 @@ def test_two_namespaced_twins_side_by_side(workspace: Workspace) -> None:
             assert data
         both = {f"/{n}" for n in NODES} | {f"/robot1/{n}" for n in NODES}
         assert wait_nodes(workspace, domain, both) == both  # twelve distinct names, no duplicate /plant
-        topics = _ros2(workspace, domain, "topic list --no-daemon")
-        for t in ("/joint_states", "/clock", "/vasimov/plant/tick"):
-            assert f"{t}\n" in topics and f"/robot1{t}\n" in topics, topics
+        want = {p + t for p in ("", "/robot1") for t in ("/joint_states", "/clock", "/vasimov/plant/tick")}
+        wait_for(lambda: want <= set(_ros2(workspace, domain, "topic list --no-daemon --spin-time 2").split()), 60.0,
+                 f"ros2 topic list to show {sorted(want)}")
         a.interrupt()
         b.interrupt()
         assert a.wait() == 0 and b.wait() == 0

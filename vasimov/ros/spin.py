@@ -59,7 +59,7 @@ def spin_until(executor: Any, node: Any, stop: threading.Event) -> None:
     batch_period = float(getattr(node, "batch_period", 0.0))
     while not stop.is_set() and rclpy.ok():
         if batch_period > 0.0:
-            spin_once_batched(executor, node, STOP_POLL_S)
+            spin_once_batched(executor, node, STOP_POLL_S, stop)
             stop.wait(batch_period)
         else:
             executor.spin_once(timeout_sec=STOP_POLL_S)
