@@ -5,7 +5,8 @@
 2. the full multi-process graph in lockstep (`vasimov up --lockstep`), with all topics at full rate, and with the
    standard topics (/joint_states, /imu, ground truth) decimated to 50 Hz;
 3. their ratio;
-4. real time: control-tick lateness p50/p99 and dropped ticks over a wall-clock window.
+4. real time: control-tick lateness p50/p99, the achieved real-time factor and ticks stepped without their answer
+   over a wall-clock window (idle machine; bench/realtime_load.py does it with a core burning).
 
 Usage: .venv/bin/python bench/graph_speed.py [--sim-seconds 20] [--realtime-seconds 60]
 """
@@ -88,7 +89,7 @@ def main() -> int:
             stats = realtime_lateness(str(policy), ns.realtime_seconds)
             print(f"real time over {ns.realtime_seconds:.0f} s: control-tick lateness p50 {stats['p50_ms']:.2f} ms, "
                   f"p99 {stats['p99_ms']:.2f} ms, max {stats['max_ms']:.2f} ms, ticks {stats['ticks']}, "
-                  f"dropped {stats['dropped']}")
+                  f"real-time factor {stats['rtf']:.3f}, {stats['unanswered']} without answer")
         print(json.dumps({"single_rtf": single, "lockstep_rtf": full, "lockstep_rtf_2": light,
                           "ratio": full / single}))
     return 0

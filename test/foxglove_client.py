@@ -15,8 +15,9 @@ from harness import wait_for
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-# The SDK's server (foxglove-sdk 0.30) speaks the ws-protocol v1 messages under the subprotocol name
-# "foxglove.sdk.v1" and refuses a client that offers only "foxglove.websocket.v1"; the Foxglove app offers both.
+# Both names of protocol v1, as the current Foxglove app offers them. The bridge lets in a client offering either
+# one alone too (its front before the SDK's server; test_foxglove_front, and Foxglove's JavaScript client in
+# test_foxglove_graph).
 SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
 OP_MESSAGE_DATA = 1  # server -> client binary: u8 op, u32 subscription id, u64 log time (ns), payload
 OP_TIME = 2  # server -> client binary: u8 op, u64 time (ns)

@@ -148,3 +148,28 @@ def run_menlo(*args: str, home: str, timeout: float = 60.0) -> subprocess.Comple
     env.pop("MENLO_UDP_HOST", None)
     return subprocess.run([str(VENV_BIN / "menlo"), *args], env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+class CpuBurner:
+    """`with CpuBurner(cores, max_s):` keeps `cores` CPUs busy with spinning processes (a user's own Python work
+    competing with the graph). Each spinner also ends on its own after `max_s`, so a crashed test leaves none."""
+
+    _SPIN = "import time\nend = time.monotonic() + float({max_s})\nwhile time.monotonic() < end:\n    pass\n"
+
+    def __init__(self, cores: int, max_s: float) -> None:
+        self.cores = cores
+        self.max_s = max_s
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> CpuBurner:
+        for _ in range(self.cores):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", self._SPIN.format(max_s=self.max_s)],
+                                               stdin=subprocess.DEVNULL))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.procs.clear()

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from asimov_protocol._alert_catalog import ALERT_CATALOG_DATA
 from asimov_protocol.v1 import asimov_common_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -38,6 +39,7 @@ from vasimov.joints import (
     joint_index,
 )
 from vasimov.motor_space import joint_to_state_torque
+from vasimov_bridge.sdk_wire import StateFrame, decode_state, encode_state
 from vasimov_edge.firmware import (
     ALERT_FALL_DETECTED,
     ALERT_MOTOR_OVERTEMP,
@@ -49,8 +51,11 @@ from vasimov_edge.firmware import (
     FirmwareParams,
     Mode,
     MoveSubmode,
+    alert_severity,
 )
 from vasimov_edge.thermal import ThermalModel, ThermalParams
+
+CATALOG_SEVERITY = {e["alert_id"]: e["severity_value"] for e in ALERT_CATALOG_DATA}
 
 DT = 0.02  # 50 Hz control tick
 UPRIGHT = (0.0, 0.0, -1.0)
@@ -103,9 +108,13 @@ class Rig:
         return out
 
     def release_gantry(self) -> FirmwareOutput:
+        """Stand, arm and let the walking policy take over (which takes the hook off), then settle for 1 s."""
         if self.out is None or self.fw.mode is not Mode.STAND:
             self.stand_armed()
-        return self.run_until(self.t + 3.0)
+        assert self.submit(VelocityCommand(0.0, 0.0, 0.0)) is None
+        out = self.run_until(self.t + 1.0)
+        assert not out.gantry_engaged
+        return out
 
 
 def vel(vx: float = 0.0, vy: float = 0.0, vyaw: float = 0.0) -> VelocityCommand:
@@ -250,42 +259,48 @@ def test_move_to_stand_ramps_from_current_pose_and_keeps_armed() -> None:
 
 
 # ── gantry ──────────────────────────────────────────────────────────────────────────────────────────────────────
-def test_gantry_releases_one_second_after_the_ramp_completes() -> None:
+def test_gantry_lowers_from_stand_and_stays_through_stand_and_damp() -> None:
     rig = Rig()
-    rig.tick(3)
-    t0 = rig.t
+    out = rig.tick(3)
+    assert out.gantry_engaged and not out.gantry_lowering  # boot: the limp robot hangs on the hook
     rig.submit(StandCommand())
-    out = rig.run_until(t0 + 2.0 + 1.0 - DT)
-    assert out.gantry_engaged and out.stand_ramp_done
     out = rig.tick()
-    assert not out.gantry_engaged and out.counters["gantry_releases"] == 1
+    assert out.gantry_engaged and out.gantry_lowering
+    out = rig.run_until(rig.t + 10.0)  # a robot left in STAND stays on the hook: nothing lets go on a timer
+    assert out.mode is Mode.STAND and out.stand_ramp_done and out.gantry_engaged and out.gantry_lowering
     rig.submit(DampCommand())
-    rig.gravity = UPRIGHT
-    assert not rig.tick(5).gantry_engaged  # it does not come back by itself
-
-
-def test_gantry_release_follows_a_custom_delay_and_releases_in_move() -> None:
-    rig = Rig(gantry_release_after_stand_s=0.4)
-    rig.tick()
-    t0 = rig.t
+    out = rig.tick()
+    assert out.gantry_engaged and not out.gantry_lowering  # a DAMPed robot hangs where it is
     rig.submit(StandCommand())
-    rig.run_until(t0 + 0.6)
-    assert rig.submit(vel(0.2)) is None  # armed: MOVE before the ramp ends
-    out = rig.run_until(t0 + 2.4 - DT)
-    assert out.mode is Mode.MOVE and out.gantry_engaged
-    assert not rig.tick().gantry_engaged
+    assert rig.tick().gantry_lowering
+    assert out.counters["gantry_releases"] == 0
 
 
-def test_damp_before_release_keeps_the_gantry() -> None:
+def test_gantry_comes_off_on_the_tick_the_walking_policy_takes_over() -> None:
     rig = Rig()
-    rig.tick()
-    rig.submit(StandCommand())
-    rig.run_until(2.5)
+    rig.stand_armed()  # armed 0.5 s into the 2 s ramp, as the SDK's `stand` returns
+    assert rig.fw.gantry_engaged
+    assert rig.submit(vel()) is None  # `balance` mid-ramp
+    out = rig.tick()
+    assert out.mode is Mode.MOVE and out.policy_active
+    assert not out.gantry_engaged and not out.gantry_lowering and out.counters["gantry_releases"] == 1
+    rig.submit(StandCommand())  # MOVE -> STAND: the hook stays off
     rig.submit(DampCommand())
-    assert rig.run_until(10.0).gantry_engaged
-    t0 = rig.t
-    rig.submit(StandCommand())  # a new STAND schedules a new release
-    assert rig.run_until(t0 + 3.0).gantry_engaged is False
+    assert not rig.tick(5).gantry_engaged  # it does not come back by itself (only restart() puts it back)
+    rig.fw.restart()
+    rig.k = 0
+    assert rig.tick().gantry_engaged
+
+
+def test_joint_control_keeps_the_gantry() -> None:
+    """The vendor's move_joints example needs the robot "hanging from its gantry hook": trajectories keep it."""
+    rig = Rig()
+    rig.stand_armed()
+    assert rig.submit(traj()) is None
+    out = rig.tick(100)
+    assert out.mode is Mode.MOVE and out.move_submode is MoveSubmode.TRAJECTORY and out.gantry_engaged
+    assert rig.submit(vel()) is None  # a velocity hands the joints to the policy: now it comes off
+    assert not rig.tick().gantry_engaged
 
 
 def test_no_fall_detection_while_on_the_gantry() -> None:
@@ -421,7 +436,7 @@ def test_the_sdk_mirror_never_calls_the_firmware_armed_early(seed: int, latency:
             rig.gravity = LEANING if rig.gravity == UPRIGHT else UPRIGHT
         t = rig.t
         out = rig.tick()
-        if out.mode is Mode.FAULT_DAMP:
+        if out.fault_latched:
             break
         state = _sdk_state(out, rig.gravity, t + latency)
         sdk._track_arming(prev, state, False)
@@ -447,7 +462,7 @@ def test_the_sdk_mirror_never_calls_the_firmware_armed_early(seed: int, latency:
         ("move", vel(0.2, -0.1, 0.3), None, Mode.MOVE, "accepted_velocity"),
         ("stand_armed", vel(math.nan), "NON_FINITE", Mode.STAND, "velocity_non_finite"),
         ("move", vel(0.0, math.inf), "NON_FINITE", Mode.MOVE, "velocity_non_finite"),
-        ("latched", vel(0.2), "FAULT_DAMPED", Mode.FAULT_DAMP, "velocity_fault_latched"),
+        ("latched", vel(0.2), "FAULT_DAMPED", Mode.DAMP, "velocity_fault_latched"),  # latched: reported as DAMP
         ("stand_armed", VelocityCommand("fast", 0, 0), "PARSE", Mode.STAND, "command_unparsable"),  # type: ignore[arg-type]
     ],
 )
@@ -489,7 +504,8 @@ def _in_state(name: str) -> Rig:
         rig.tick()
         return rig
     if name == "latched":
-        rig.run_until(rig.t + 3.0)  # gantry released
+        rig.submit(vel())  # the walking policy takes over: the gantry hook comes off
+        rig.run_until(rig.t + 1.0)
         rig.gravity = FALLEN
         out = rig.tick()
         assert out.fault_latched
@@ -545,12 +561,12 @@ def test_a_10hz_keepalive_keeps_the_velocity() -> None:
         ("stand_armed", traj(), None, Mode.MOVE, "accepted_trajectory"),
         ("move", traj(), None, Mode.MOVE, "accepted_trajectory"),
         ("trajectory", traj(), None, Mode.MOVE, "accepted_trajectory"),
-        ("latched", traj(), "FAULT_DAMPED", Mode.FAULT_DAMP, "trajectory_fault_latched"),
+        ("latched", traj(), "FAULT_DAMPED", Mode.DAMP, "trajectory_fault_latched"),
         ("stand_armed", TrajectoryCommand(()), "EMPTY_TRAJECTORY", Mode.STAND, "trajectory_empty"),
         ("stand_armed", traj(np.zeros(24)), "BAD_LENGTH", Mode.STAND, "trajectory_bad_length"),
         ("move", traj(np.zeros(26)), "BAD_LENGTH", Mode.MOVE, "trajectory_bad_length"),
         ("stand_armed", traj(np.r_[np.zeros(24), math.nan]), "NON_FINITE", Mode.STAND, "trajectory_non_finite"),
-        ("move", traj(kp=[math.inf] * 25, kd=[1] * 25), "NON_FINITE", Mode.MOVE, "trajectory_gains_non_finite"),
+        ("move", traj(kp=[math.inf] * 25, kd=[1] * 25), None, Mode.MOVE, "trajectory_gains_non_finite"),
         ("move", TrajectoryCommand(("a",) * 25), "PARSE", Mode.MOVE, "command_unparsable"),  # type: ignore[arg-type]
     ],
 )
@@ -603,21 +619,45 @@ def test_trajectory_gain_rules() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kp", "kd"),
+    ("kp", "kd", "use_kp", "use_kd", "counter"),
     [
-        ([60.0] * 25, None),  # a lone gain is ignored (SDK: "Asimov Edge ignores a lone gain")
-        (None, [3.0] * 25),
-        ([60.0] * 23, [3.0] * 23),  # not 25 -> the edge's defaults (API page)
-        ([60.0] * 25, [3.0] * 24),
+        # API page: "send exactly 25 values in kp and/or kd": each array is decided on its own
+        ([60.0] * 25, None, True, False, None),
+        (None, [3.0] * 25, False, True, None),
+        ([60.0] * 23, [3.0] * 23, False, False, "trajectory_gains_substituted"),  # any other count -> defaults
+        ([60.0] * 25, [3.0] * 24, True, False, "trajectory_gains_substituted"),
+        ([60.0] * 24, [3.0] * 25, False, True, "trajectory_gains_substituted"),
+        ([math.nan] * 25, [3.0] * 25, False, True, "trajectory_gains_non_finite"),  # non-finite -> defaults too
+        ([60.0] * 25, [3.0] * 24 + [math.inf], True, False, "trajectory_gains_non_finite"),
     ],
 )
-def test_partial_gains_fall_back_to_the_gain_table(kp, kd) -> None:
+def test_gains_are_decided_per_array_and_never_drop_the_setpoint(kp, kd, use_kp, use_kd, counter) -> None:
     rig = _in_state("move")
-    assert rig.submit(traj(kp=kp, kd=kd)) is None
+    target = DEFAULT_POS.copy()
+    target[joint_index("left_elbow_joint")] += 0.2
+    assert rig.submit(traj(target, kp=kp, kd=kd)) is None  # the position setpoint is applied
+    assert rig.fw.last_gain_notes == (() if counter is None else (counter,))
     out = rig.tick()
-    np.testing.assert_array_equal(out.kp, STAND_KP)
-    np.testing.assert_array_equal(out.kd, STAND_KD)
-    assert out.counters["trajectory_gains_substituted"] == 1
+    np.testing.assert_allclose(out.position, target)
+    np.testing.assert_array_equal(out.kp, np.full(NUM_JOINTS, 60.0) if use_kp else STAND_KP)
+    np.testing.assert_array_equal(out.kd, np.full(NUM_JOINTS, 3.0) if use_kd else STAND_KD)
+    for name in ("trajectory_gains_substituted", "trajectory_gains_non_finite"):
+        assert out.counters[name] == (1 if name == counter else 0)
+    assert out.counters["rejections_total"] == 0
+
+
+@pytest.mark.parametrize("setup", ["damp", "stand_unarmed", "latched"])
+def test_a_dropped_trajectory_counts_no_gain_adjustment(setup: str) -> None:
+    """trajectory_gains_* count applied trajectories only: one the firmware then drops changed no gains."""
+    rig = _in_state(setup)
+    kp = [900.0] * 24 + [0.0]
+    res = rig.submit(traj(kp=kp, kd=[9.0] * 23 + [math.nan]))
+    assert isinstance(res, Rejection)
+    out = rig.tick()
+    for name in ("trajectory_gains_clamped", "trajectory_gains_damped", "trajectory_gains_non_finite",
+                 "trajectory_gains_substituted"):
+        assert out.counters[name] == 0, name
+    assert rig.fw.last_gain_notes == ()
 
 
 def test_trajectory_session_timeout_damps_after_two_seconds() -> None:
@@ -729,7 +769,7 @@ def test_fall_latches_refuses_and_clears_only_on_restart() -> None:
     rig.tick()
     rig.gravity = FALLEN
     out = rig.tick()
-    assert out.mode is Mode.FAULT_DAMP and out.fault_latched
+    assert out.mode is Mode.DAMP and out.fault_latched  # reported as DAMP with error_flags (Menlo's SDK reference)
     assert out.error_flags == 0x101
     (alert,) = out.alerts
     assert (alert.id, alert.severity, alert.name) == (ALERT_FALL_DETECTED, 0, "FALL_DETECTED")
@@ -745,14 +785,14 @@ def test_fall_latches_refuses_and_clears_only_on_restart() -> None:
         assert res is not None and res.reason == "FAULT_DAMPED" and res.extra["counter"] == counter
     assert rig.submit(DampCommand()) is None  # always accepted; the latch stays
     out = rig.tick()
-    assert out.mode is Mode.FAULT_DAMP and out.counters["damp_while_latched"] == 1
+    assert out.mode is Mode.DAMP and out.fault_latched and out.counters["damp_while_latched"] == 1
     # Upright again (e.g. picked up): the alert clears 2.5 s later, the flags stay.
     rig.gravity = UPRIGHT
     t_up = rig.t
     out = rig.run_until(t_up + 2.5 - DT)
     assert alert_ids(out) == {ALERT_FALL_DETECTED}
     out = rig.tick()
-    assert out.alerts == () and out.error_flags == 0x101 and out.mode is Mode.FAULT_DAMP
+    assert out.alerts == () and out.error_flags == 0x101 and out.mode is Mode.DAMP and out.fault_latched
     assert rig.submit(StandCommand()).reason == "FAULT_DAMPED"  # type: ignore[union-attr]
     # Virtual power cycle.
     rig.fw.restart()
@@ -770,8 +810,31 @@ def test_damp_drops_a_free_standing_robot_into_a_latch() -> None:
     rig.tick()
     rig.gravity = FALLEN
     out = rig.tick()
-    assert out.mode is Mode.FAULT_DAMP and out.error_flags == 0x101
+    assert out.mode is Mode.DAMP and out.fault_latched and out.error_flags == 0x101
+    assert [a.name for a in out.alerts] == ["FALL_DETECTED"]
     assert rig.submit(StandCommand()).reason == "FAULT_DAMPED"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("report_fault_damp", [False, True])
+def test_a_latched_fault_is_reported_as_damp_or_fault_damp_by_parameter(report_fault_damp: bool) -> None:
+    """The latch drives behaviour; the reported number is DAMP by default (Menlo's SDK reference: a critical alert
+    latches DAMP with error_flags set) or FAULT_DAMP 5 with report_fault_damp (also accepted by the SDK)."""
+    rig = Rig(report_fault_damp=report_fault_damp)
+    rig.release_gantry()
+    rig.gravity = FALLEN
+    out = rig.tick()
+    expected = Mode.FAULT_DAMP if report_fault_damp else Mode.DAMP
+    assert out.mode is expected and rig.fw.mode is expected and out.fault_latched
+    assert out.error_flags == 0x101 and alert_ids(out) == {ALERT_FALL_DETECTED}
+    np.testing.assert_array_equal(out.kp, 0.0)  # DAMP gains either way
+    res = rig.submit(StandCommand())
+    assert res is not None and res.reason == "FAULT_DAMPED" and res.extra["mode"] == expected.name
+    assert rig.submit(DampCommand()) is None
+    assert rig.tick().mode is expected and rig.out.fault_latched
+    # an unlatched DAMP is DAMP whatever the parameter
+    rig.fw.restart()
+    rig.k = 0
+    assert rig.tick().mode is Mode.DAMP and not rig.out.fault_latched
 
 
 def test_fall_alert_returns_if_the_condition_comes_back_before_clearing() -> None:
@@ -821,7 +884,7 @@ def test_a_stalled_knee_warns_then_latches_overtemp() -> None:
             tripped_at = out.t
             break
     assert warned_at is not None and tripped_at is not None and warned_at < tripped_at
-    assert out.mode is Mode.FAULT_DAMP
+    assert out.mode is Mode.DAMP and out.fault_latched
     assert out.error_flags == 1 | (1 << 3)  # bit 0 + bit (1 + MOTOR_OVERTEMP)
     hot = [a for a in out.alerts if a.id == ALERT_MOTOR_OVERTEMP]
     assert len(hot) == 1 and hot[0].source_id == knee and hot[0].severity == 0 and hot[0].threshold == 80
@@ -843,7 +906,7 @@ def test_a_stalled_knee_warns_then_latches_overtemp() -> None:
         if ALERT_MOTOR_OVERTEMP not in alert_ids(out):
             break
     assert below_70 is not None and out.t == pytest.approx(below_70 + 2.5, abs=1e-6)
-    assert out.error_flags == 9 and out.mode is Mode.FAULT_DAMP
+    assert out.error_flags == 9 and out.mode is Mode.DAMP and out.fault_latched
 
 
 def test_ankle_heat_is_shared_by_both_motors() -> None:
@@ -853,7 +916,38 @@ def test_ankle_heat_is_shared_by_both_motors() -> None:
     out = rig.tick(2)
     temps = out.motor_temperature
     assert temps[lp] == pytest.approx(temps[lr]) and temps[lp] > 25.0
-    assert out.motor_current[lp] == pytest.approx(out.motor_current[lr])
+    assert out.motor_current[lp] == pytest.approx(-out.motor_current[lr])  # signed: equal and opposite
+
+
+def test_every_motor_hot_is_one_entry_per_alert_id_naming_the_hottest() -> None:
+    """25 motors over the warning and the trip are one MOTOR_TEMP_HIGH and one MOTOR_OVERTEMP entry (the wire holds
+    at most one per catalog id), each naming the hottest motor, severities from asimov-protocol's catalog."""
+    params = FirmwareParams(thermal=ThermalParams(time_constant_s=1.0))
+    rig = Rig(params)
+    rig.release_gantry()
+    rig.tau[:] = 60.0
+    knee = joint_index("right_knee_joint")
+    rig.tau[knee] = 200.0
+    out = rig.tick(round(20 / DT))
+    temps = out.motor_temperature
+    assert np.all(temps > 80.0) and int(np.argmax(temps)) == knee and np.sum(temps == temps.max()) == 1
+    assert sorted(a.id for a in out.alerts) == [ALERT_MOTOR_OVERTEMP, ALERT_MOTOR_TEMP_HIGH]
+    for a in out.alerts:
+        assert a.source_id == knee and a.value == round(temps[knee])
+        assert a.severity == int(CATALOG_SEVERITY[a.id])
+    frame = StateFrame(timestamp_us=out.timestamp_us, sequence=1, current_mode=out.mode, joint_pos=[0.0] * 25,
+                       joint_vel=[0.0] * 25, base_ang_vel=[0.0] * 3, projected_gravity=[0.0, 0.0, -1.0],
+                       base_quat=[1.0, 0.0, 0.0, 0.0], error_flags=out.error_flags,
+                       active_alerts=out.alerts)
+    assert len(decode_state(encode_state(frame)).active_alerts) == 2
+
+
+def test_alert_severities_are_the_protocol_catalogs() -> None:
+    for alert_id, severity in CATALOG_SEVERITY.items():
+        assert alert_severity(alert_id) == severity
+    assert alert_severity(ALERT_FALL_DETECTED) == 0 and alert_severity(ALERT_MOTOR_TEMP_HIGH) == 1
+    assert alert_severity(32) == 2  # MODE_CHANGE is INFO (the old "id >= 16 -> warning" rule said 1)
+    assert alert_severity(999) == 1  # unknown: a warning, never critical
 
 
 def test_thermal_model_off_reports_nothing_and_never_alerts() -> None:
@@ -951,7 +1045,7 @@ def test_fuzzed_command_streams_never_raise(script) -> None:
         if out.mode is Mode.MOVE:
             assert out.armed
         if out.fault_latched:
-            assert out.mode is Mode.FAULT_DAMP and out.error_flags & 1
+            assert out.mode is Mode.DAMP and out.error_flags & 1
         assert np.all(np.abs(out.velocity_command) <= np.array(FirmwareParams().velocity_caps))
 
 

@@ -4,7 +4,8 @@ The client here is written from the Foxglove WebSocket protocol spec on the `web
 that serves it), and it decodes CDR with rosbags, using type definitions parsed from the schemas the bridge
 advertised: what it checks (joint names, firmware mode, sim time) proves the bytes, the schemas and the clock on
 the wire are the simulation's. It also drives the robot (teleop STAND), gets refused where it should be, and
-reads and sets parameters.
+reads and sets parameters. Foxglove's own JavaScript client (@foxglove/ws-protocol, test/js) connects offering
+either name of protocol v1 and decodes /joint_states with the apps' CDR reader.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import math
 import re
+import shutil
 import signal
 import socket
 import struct
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +30,7 @@ import psutil
 import pytest
 from foxglove_client import FoxgloveWsClient
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from harness import VENV_BIN, Graph, cmdline, graph_env, next_domain_id, wait_for
+from harness import ROOT, VENV_BIN, Graph, cmdline, graph_env, next_domain_id, wait_for
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from vasimov import joints
@@ -38,6 +40,7 @@ from vasimov.ros import topics
 pytestmark = pytest.mark.graph
 
 PORT_LINE = re.compile(r"foxglove server on ([0-9.]+):(\d+)")
+JS_DIR = ROOT / "test" / "js"
 
 
 def _protobuf_class(channel: dict[str, Any]) -> Any:
@@ -121,7 +124,10 @@ def test_joint_states_and_firmware_state_arrive_as_the_simulation_publishes_them
     ch = client.channel(topics.JOINT_STATES)
     assert ch["schemaName"] == "sensor_msgs/msg/JointState"
     assert "MSG: std_msgs/Header" in ch["schema"] and "MSG: builtin_interfaces/Time" in ch["schema"]
-    states = _decoded(client, dec, topics.JOINT_STATES, js_sub)
+    with client.lock:  # one snapshot of both streams: their latest entries are then close in sim time
+        times = list(client.times)
+        raw = list(client.messages[js_sub])
+    states = [(t, dec.decode(ch, payload)) for t, payload, _ in raw]
     js = states[-1][1]
     assert list(js.name) == list(joints.SIM_NAMES)
     assert len(js.position) == joints.NUM_JOINTS == 25
@@ -132,9 +138,7 @@ def test_joint_states_and_firmware_state_arrive_as_the_simulation_publishes_them
     fw = _decoded(client, dec, topics.FIRMWARE_STATE, fw_sub)[-1][1]
     assert fw.mode_name == "DAMP" and fw.mode == 0 and fw.armed is False
     assert len(fw.motor_temperature) == 25
-    # the time capability follows /clock
-    with client.lock:
-        times = list(client.times)
+    # the time capability follows /clock (the two streams may lag each other by the bridge's reader queues only)
     assert len(times) >= 10 and all(b >= a for a, b in itertools.pairwise(times))
     assert abs(times[-1] - stamps[-1]) < 500_000_000
 
@@ -282,10 +286,11 @@ def test_parameters_are_listed_checked_and_set_where_writable(client):
     assert not any("refused the new value" in s for s in client.status_texts())
 
 
-def test_a_stalled_client_does_not_slow_the_simulation_or_other_clients(bridge, client):
-    """A client subscribes to every channel, reads for a while, then stops reading; a second client must keep
-    getting /joint_states as before and the simulation must keep running. Wall-clock numbers are printed and held
-    only to loose bounds: the machine running the suite may be shared (2 cores, other graphs running)."""
+def test_a_stalled_client_does_not_stop_the_simulation_or_other_clients(bridge, client):
+    """A client subscribes to every channel, then stops reading until its queue in the SDK overflows; a second
+    client must keep getting /joint_states with the simulation's clock advancing. Count-based: wall-clock rates
+    are printed, not asserted (the machine running the suite may be shared); the exact proof that logging never
+    waits on a client is test_foxglove_backpressure."""
     stalled = FoxgloveWsClient(bridge.url, receive_buffer=4096)
     try:
         wait_for(lambda: len(stalled.channels) > 10, 10, "channels for the second client")
@@ -294,39 +299,65 @@ def test_a_stalled_client_does_not_slow_the_simulation_or_other_clients(bridge, 
         for i, cid in enumerate(ids):
             stalled.ws.send(json.dumps({"op": "subscribe", "subscriptions": [{"id": 1000 + i, "channelId": cid}]}))
         sub = client.subscribe(topics.JOINT_STATES)
-        proc = psutil.Process(bridge.pid)
         wait_for(lambda: len(client.received(sub)) >= 20, 10, "joint states flowing")
-        proc.cpu_percent(None)
-        reading = _delivery(client, sub, 3.0)
-        cpu_reading = proc.cpu_percent(None)
         stalled._stop = True  # stop reading: its socket fills and the server's queue for it overflows
         stalled.reader.join(timeout=5)
-        stalled_window = _delivery(client, sub, 5.0)
-        cpu_stalled = proc.cpu_percent(None)
-        stats = _stats(client)
-        print(f"\n/joint_states to a live client, second client reading: {reading['rate']:.1f} msg/s "
-              f"({reading['delivered']:.1%} delivered, sim/wall {reading['sim_per_wall']:.2f}, bridge CPU "
-              f"{cpu_reading:.0f}%); second client stalled: {stalled_window['rate']:.1f} msg/s "
-              f"({stalled_window['delivered']:.1%}, sim/wall {stalled_window['sim_per_wall']:.2f}, bridge CPU "
-              f"{cpu_stalled:.0f}%); SDK outbox-full reports {stats['counters'].get('outbox_full_reports', 0)}")
-        assert stalled_window["delivered"] >= min(0.95, reading["delivered"] - 0.1), stalled_window
-        # the simulation kept running; that logging never waits on a client is shown exactly (and without a
-        # shared machine's noise) in test_foxglove_backpressure
-        assert stalled_window["sim_per_wall"] > 0.3, stalled_window
+        proc = psutil.Process(bridge.pid)
+        proc.cpu_percent(None)
+        wait_for(lambda: _stats(client)["counters"].get("outbox_full_reports", 0) >= 1, 60,
+                 "the SDK's report that the stalled client's queue overflowed")
+        n0 = len(client.received(sub))
+        window = wait_for(lambda: client.received(sub)[n0:] if len(client.received(sub)) >= n0 + 200 else None,
+                          60, "200 more joint states to the live client while the other one is stalled")
+        cpu = proc.cpu_percent(None)
+        dec = CdrDecoder()
+        stamps = [(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec)
+                  for m in (dec.decode(client.channel(topics.JOINT_STATES), p) for _, p, _ in window)]
+        assert all(b > a for a, b in itertools.pairwise(stamps)), "the simulation must keep running, in order"
+        assert [t for t, _, _ in window] == stamps
+        sim_s, wall_s = (stamps[-1] - stamps[0]) * 1e-9, window[-1][2] - window[0][2]
+        print(f"\n/joint_states to a live client while another is stalled: {(len(window) - 1) / wall_s:.1f} msg/s, "
+              f"{(len(window) - 1) / max(1, round(sim_s / 0.005)):.1%} of the plant's, sim/wall {sim_s / wall_s:.2f}, "
+              f"bridge CPU {cpu:.0f}%")
     finally:
         stalled.close()
 
 
-def _delivery(c: FoxgloveWsClient, sub: int, seconds: float) -> dict[str, float]:
-    """Watch a /joint_states subscription for a while: messages per wall second, the fraction of those the
-    plant published in that sim-time span (one every 5 ms), and sim seconds per wall second."""
-    n0 = len(c.received(sub))
-    threading.Event().wait(seconds)  # a measurement window, not a synchronisation
-    window = c.received(sub)[n0 - 1:]
-    sim_s = (window[-1][0] - window[0][0]) * 1e-9
-    wall_s = window[-1][2] - window[0][2]
-    return {"rate": (len(window) - 1) / wall_s, "delivered": (len(window) - 1) / max(1, round(sim_s / 0.005)),
-            "sim_per_wall": sim_s / wall_s}
+def _js_client(url: str, subprotocol: str) -> dict[str, Any]:
+    """Run test/js/joint_states_client.mjs (Foxglove's FoxgloveClient and MessageReader) against the bridge."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: Foxglove's JavaScript client cannot run (CI has node)")
+    if not (JS_DIR / "node_modules" / "@foxglove" / "ws-protocol").is_dir():
+        pytest.fail(f"{JS_DIR / 'node_modules'} is missing: run `make setup` (it runs npm ci in test/js)")
+    proc = subprocess.run([node, str(JS_DIR / "joint_states_client.mjs"), url, subprotocol, topics.JOINT_STATES,
+                           "20", "40"], capture_output=True, text=True, timeout=90, cwd=JS_DIR)
+    lines = proc.stdout.strip().splitlines()
+    assert lines, f"no output (rc {proc.returncode}): {proc.stderr[-2000:]}"
+    out = json.loads(lines[-1])
+    assert proc.returncode == 0, (out.get("error"), proc.stderr[-2000:])
+    return out
+
+
+@pytest.mark.parametrize("subprotocol", ["foxglove.websocket.v1", "foxglove.sdk.v1"])
+def test_foxglove_javascript_client_offering_either_name_decodes_joint_states(bridge, subprotocol):
+    """Foxglove's own client (@foxglove/ws-protocol) offering ONE name of protocol v1 (the old one: Lichtblick,
+    roslibjs-foxglove, older Foxglove Studio; or the new one), decoding with the apps' CDR reader and the schema
+    the bridge advertised."""
+    out = _js_client(bridge.url, subprotocol)
+    assert out["protocol"] == subprotocol  # the server named back the one name offered
+    assert {"clientPublish", "parameters", "time"} <= set(out["serverInfo"]["capabilities"])
+    assert out["channel"] == {"topic": topics.JOINT_STATES, "encoding": "cdr",
+                              "schemaName": "sensor_msgs/msg/JointState", "schemaEncoding": "ros2msg"}
+    msgs = out["messages"]
+    assert len(msgs) == 20
+    for m in msgs:
+        assert m["name"] == list(joints.SIM_NAMES) and len(m["name"]) == 25
+        assert m["finite"] and len(m["position"]) == 25
+        assert all(isinstance(q, float | int) and math.isfinite(q) for q in m["position"])
+    stamps = [int(m["stamp"]) for m in msgs]
+    assert all(b > a for a, b in itertools.pairwise(stamps)), "sim time must advance"
+    assert [int(m["logTime"]) for m in msgs] == stamps, "log time must be the sim time of the message"
 
 
 def _stats(c: FoxgloveWsClient) -> dict[str, Any]:

@@ -140,6 +140,12 @@ def test_lockstep_run_with_record_writes_a_complete_bag(tmp_path):
                                                                           if not isinstance(f, sdk_wire.StateFrame))
     seqs = [f.sequence for f in frames]
     assert all(b > a for a, b in itertools.pairwise(seqs))
+    # firmware clock: 200 Hz of simulated time, 5000 us per consecutive frame
+    assert all(b.timestamp_us - a.timestamp_us == 5000 * (b.sequence - a.sequence)
+               for a, b in itertools.pairwise(frames))
+    # joint_current (approximate): the motor torque through the one assumed torque constant, in every frame
+    assert all(f.joint_current is not None and len(f.joint_current) == 25 for f in frames)
+    assert max(abs(c) for c in frames[-1].joint_current) > 0.1  # a standing, walking robot carries load
     received = set(sink.data)
     assert all(bytes(m.data) in received for m in out_dgrams)
     assert len(out_dgrams) >= len(sink.data) - 2

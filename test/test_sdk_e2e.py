@@ -92,9 +92,49 @@ def test_cli_adds_the_robot_stands_balances_and_damps(graph, home):
     assert r.returncode == 0, r.stdout + r.stderr
     status = json.loads(run_menlo("status", "--json", home=home).stdout)
     assert status["robot_mode"] == "MOVE" and status["armed"] is True and status["verdict"] == "READY"
+    _damp_a_free_standing_robot(home)
+
+
+def _status(home: str) -> dict:
+    r = run_menlo("status", "--json", home=home)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def _damp_a_free_standing_robot(home: str) -> dict:
+    """`menlo damp` of a robot standing on its own feet: it is DAMP at once, and it really collapses (the CLI itself
+    warns "a standing robot falls"), so the firmware latches FALL_DETECTED, still reporting DAMP, with the fault in
+    `menlo status`. Returns the final status."""
+    assert not _firmware()["gantry_engaged"]  # free-standing: off the gantry hook
     r = run_menlo("damp", "-y", home=home)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert json.loads(run_menlo("status", "--json", home=home).stdout)["robot_mode"] == "DAMP"
+    assert _status(home)["robot_mode"] == "DAMP"  # before or after the fall: a latched fault reports DAMP too
+    def fallen() -> dict | None:
+        s = _status(home)
+        return s if "FALL_DETECTED" in s["faults"] else None
+
+    return wait_for(fallen, 15, "the collapse to latch FALL_DETECTED")
+
+
+def test_menlo_damp_of_a_standing_robot_reports_damp_with_fall_detected(graph, home):
+    """Done criterion of the fault-reporting fix: after `menlo damp` of a standing robot, `menlo status --json`
+    reports robot mode DAMP with FALL_DETECTED among the faults (as the SDK's own CLI tests print
+    "DAMP · faults FALL_DETECTED"), and the robot will not stand until a restart."""
+    _restart()
+    r = run_menlo("robots", "add", "sim", "--mode", "udp", "--udp", "127.0.0.1", home=home)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for verb in ("stand", "balance"):  # standing on its own feet: the walking policy took it off the gantry hook
+        r = run_menlo(verb, "-y", home=home)
+        assert r.returncode == 0, r.stdout + r.stderr
+    status = _damp_a_free_standing_robot(home)
+    assert status["robot_mode"] == "DAMP" and status["verdict"] == "FAULTED"
+    assert status["error_flags"] & 0x101 == 0x101 and "FALL_DETECTED" in status["alerts"]
+    text = run_menlo("status", home=home).stdout
+    assert "robot mode DAMP" in text and "faults FALL_DETECTED" in text, text
+    fw = _firmware()
+    assert fw["mode"] == "DAMP" and fw["error_flags"] & 1
+    r = run_menlo("stand", "-y", home=home)
+    assert r.returncode == 3, r.stdout + r.stderr  # refused into a fault
 
 
 def test_sdk_set_joints_reaches_a_pose_and_back_including_ankles(graph):
@@ -119,6 +159,8 @@ def test_sdk_set_joints_reaches_a_pose_and_back_including_ankles(graph):
         reported = np.array([j.pos for j in robot.get_state().joints])
         assert np.max(np.abs(reported - STAND_STATE)) <= 0.05
         assert robot.get_state().mode == Mode.MOVE
+        currents = [j.current for j in robot.get_state().joints]  # approximate: torque / assumed k_t
+        assert all(c is not None and math.isfinite(c) for c in currents) and max(abs(c) for c in currents) > 0.1
         # stop streaming: the trajectory session times out into DAMP about 2 s after the last setpoint
         robot.stand(wait=False)
         robot.damp(timeout=5)
@@ -163,13 +205,14 @@ def test_fall_latches_a_fault_refuses_stand_and_restart_recovers(graph, home):
     robot = _robot()
     try:
         robot.stand(timeout=10)
+        robot.balance()  # the walking policy takes over: the gantry hook comes off
         wait_for(lambda: not _firmware()["gantry_engaged"], 10, "gantry release")
         http_json_when_ready(f"{API}/api/sim/push",
                              {"body": "pelvis_link", "force": [0.0, 400.0, 0.0], "duration": 0.4})
         wait_for(lambda: robot.get_state().error_flags != 0, 10, "the fall latch")
         state = robot.get_state()
         assert state.error_flags & 1 and state.error_flags & (1 << 8)
-        assert state.mode in (Mode.DAMP, Mode.FAULT_DAMP)
+        assert state.mode == Mode.DAMP  # a latched fault reports DAMP with error_flags (report_fault_damp: 5)
         assert any(a.id == 7 for a in state.alerts)
         with pytest.raises(RobotFaultedError):
             robot.stand(timeout=3)

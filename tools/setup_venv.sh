@@ -56,4 +56,43 @@ if [ "$(cat "$STAMP/project" 2>/dev/null)" != "$proj_hash" ] || [ ! -x "$VENV/bi
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT"
   echo "$proj_hash" > "$STAMP/project"
 fi
+# The vendor's source distribution of the pinned menlo-sdk: its live rig test and examples run against the twin
+# (test/test_vendor_sdk.py). Fetched once into .venv/share, checked by the sha256 of the file pip gives; never committed.
+SDK_VERSION=0.1.0
+SDK_SDIST_SHA256=c787b49a6931d0aab8984c2481c0ad898db439f82cacf8cb8a484fa3ea2d0fc1
+SDK_DIR=$VENV/share/menlo-sdk-$SDK_VERSION
+if ! grep -qx "menlo-sdk==$SDK_VERSION" "$ROOT/requirements.txt"; then
+  echo "setup: requirements.txt no longer pins menlo-sdk==$SDK_VERSION; update SDK_VERSION and SDK_SDIST_SHA256 here" >&2
+  exit 1
+fi
+if [ "$(cat "$SDK_DIR/.sdist_sha256" 2>/dev/null)" != "$SDK_SDIST_SHA256" ]; then
+  echo "setup: fetching the menlo-sdk $SDK_VERSION source distribution (vendor tests and examples)"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-binary :all: --no-deps \
+    "menlo-sdk==$SDK_VERSION" -d "$tmp/dl" || { echo "setup: could not download the menlo-sdk sdist" >&2; exit 1; }
+  sdist=$tmp/dl/menlo_sdk-$SDK_VERSION.tar.gz
+  got=$(sha256sum "$sdist" | cut -d' ' -f1)
+  if [ "$got" != "$SDK_SDIST_SHA256" ]; then
+    echo "setup: menlo-sdk sdist sha256 $got, expected $SDK_SDIST_SHA256; not using it" >&2
+    exit 1
+  fi
+  mkdir -p "$tmp/x" && tar -xzf "$sdist" -C "$tmp/x"
+  rm -rf "$SDK_DIR" && mkdir -p "$VENV/share" && mv "$tmp/x/menlo_sdk-$SDK_VERSION" "$SDK_DIR"
+  echo "$SDK_SDIST_SHA256" > "$SDK_DIR/.sdist_sha256"
+fi
+# Foxglove's JavaScript client and CDR decoder for test/test_foxglove_js_client.py, pinned by test/js/package-lock.json
+if command -v npm >/dev/null 2>&1; then
+  js_hash=$(hash_of "$ROOT/test/js/package-lock.json")
+  if [ "$(cat "$STAMP/js" 2>/dev/null)" != "$js_hash" ] || [ ! -d "$ROOT/test/js/node_modules" ]; then
+    echo "setup: installing test/js (npm ci)"
+    if (cd "$ROOT/test/js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+      echo "$js_hash" > "$STAMP/js"
+    else
+      echo "setup: npm ci in test/js failed; test_foxglove_js_client will fail until it succeeds" >&2
+    fi
+  fi
+else
+  echo "setup: npm not found; test_foxglove_js_client will be skipped (install Node.js to run it)"
+fi
 echo "setup: .venv ready"

@@ -26,7 +26,8 @@ class TickRecord:
     sensors: SensorReading
     firmware: FirmwareOutput
     policy: PolicyOutput
-    policy_seconds: float = 0.0
+    policy_seconds: float = 0.0  # wall clock of the backend's step
+    policy_cpu_seconds: float = 0.0  # the calling thread's CPU time of it (what a loaded machine does not inflate)
 
 
 @dataclass
@@ -76,9 +77,9 @@ class ClosedLoop:
                           projected_gravity=projected_gravity(s.imu_quat), quat=np.asarray(s.imu_quat, dtype=float),
                           command=command, q=np.asarray(s.q, dtype=float), qd=np.asarray(s.qd, dtype=float),
                           active=active)
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         pol = self.backend.step(inp)
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, time.thread_time() - c0
         for cmd in self._pending:
             self.firmware.submit(cmd, t)
         self._pending.clear()
@@ -86,10 +87,9 @@ class ClosedLoop:
             q=s.q, qd=s.qd, projected_gravity=projected_gravity(s.imu_quat), tau=s.tau,
             policy_target=pol.target, policy_torque_ff=pol.torque_ff, policy_kp=pol.kp, policy_kd=pol.kd))
         self.plant.set_command(fw.position, fw.velocity, fw.kp, fw.kd, fw.torque_ff)
-        if not fw.gantry_engaged and self.plant.gantry_engaged:
-            self.plant.set_gantry(False)
+        self.plant.set_gantry(fw.gantry_engaged, fw.gantry_lowering)
         for _ in range(self.decimation):
             self.plant.step()
         self.last_fw = fw
         self.tick += 1
-        return TickRecord(self.tick - 1, s, fw, pol, elapsed)
+        return TickRecord(self.tick - 1, s, fw, pol, elapsed, cpu)

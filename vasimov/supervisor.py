@@ -25,6 +25,9 @@ from vasimov.launch_file import LaunchDescription, NodeSpec, share_directory
 from vasimov.stop_signals import stop_on_signals
 
 _PR_SET_PDEATHSIG = 1
+# A node's output line that starts with this is also repeated in the summary `vasimov up` prints at exit (the
+# plant's achieved real-time factor, for instance), where it is not lost among the nodes' logs.
+SUMMARY_TAG = "summary for vasimov up: "
 
 
 def _die_with_parent() -> None:
@@ -82,6 +85,7 @@ class Supervisor:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._killed_hard = False
+        self.summaries: dict[str, str] = {}  # node name -> its last SUMMARY_TAG line
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -103,6 +107,8 @@ class Supervisor:
                 code = self._watch()
             finally:
                 self.stop_all()
+                for name, text in self.summaries.items():
+                    self._say(f"{name}: {text}")
         return code
 
     def _watch(self) -> int:
@@ -152,6 +158,9 @@ class Supervisor:
         assert child.proc.stdout is not None
         for raw in iter(child.proc.stdout.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.startswith(SUMMARY_TAG):  # printed once, at exit
+                self.summaries[child.spec.name] = line[len(SUMMARY_TAG):]
+                continue
             with self._lock:
                 self.out.write(f"[{child.spec.name}] {line}\n")
                 self.out.flush()

@@ -1,14 +1,19 @@
-"""Walking bench: the plant and a locomotion backend in lockstep, one process, deterministic, scored on ground truth.
+"""Walking bench: scenarios through the same firmware core the graph runs, in lockstep, deterministic, scored on
+ground truth.
 
-Each scenario starts the same way the robot does: the boot gantry holds the pelvis, the stand pose is latched under
-the stand gains, the gantry is released and the robot settles for ``settle_time`` on PD alone. Then the backend is
-ticked at 50 Hz (four 200 Hz physics steps per tick) with the scenario's piecewise-constant command and pushes.
-The backend sees only sensors (IMU quaternion, gyro, projected gravity, encoders) and the command; the plant's
-ground truth is read only to score the run.
+Each scenario starts the way a user starts the robot (``menlo stand -y && menlo balance -y``): the robot boots limp
+on the virtual gantry, STAND is sent at once, the balance command (a zero velocity) the tick the firmware reports
+armed (0.5 s into the 2 s STAND ramp, when the SDK's ``stand`` returns), which hands the joints to the locomotion
+backend and takes the gantry hook off; the robot then balances for ``settle_time`` before the scenario's clock starts.
+Commands are velocity packets re-sent every 0.1 s as the SDK's keepalive does, through the firmware (its clamps,
+gains, target clamp, watchdogs and fall latch all apply; only the arbiter between command sources is left out) via
+:class:`vasimov.closed_loop.ClosedLoop` -- the single-process loop the lockstep graph is proven bit-identical to. The
+backend sees only what the robot's policy sees; the plant's ground truth is read only to score the run.
 
-Scores (all along/relative to the pose at the moment the backend takes over):
+Scores (all along/relative to the pose at the moment the scenario starts):
 
-* ``fell``: first time the pelvis is below ``min_pelvis_height`` or projected-gravity z is above ``max_gravity_z``;
+* ``fell``: first time the pelvis is below ``min_pelvis_height`` or projected-gravity z is above ``max_gravity_z``
+  (the firmware's own fall latch, at a 60 deg tilt, comes later and is what the SDK sees);
 * ``along`` / ``lateral``: pelvis displacement along / across the start heading; ``drift``: horizontal norm;
 * ``heading``: signed heading change (unwrapped);
 * compute time of the backend's ``step``, p50/p99, both wall-clock and the calling thread's CPU time. The
@@ -31,12 +36,16 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from vasimov import joints
+from vasimov.closed_loop import ClosedLoop
+from vasimov.commands import StandCommand, VelocityCommand
 from vasimov.frames import projected_gravity
-from vasimov_edge.policy.interface import PolicyBackend, PolicyInput
+from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
 
 CONTROL_DT = 0.02  # s; the firmware ticks backends at 50 Hz
-SETTLE_TIME = 1.0  # s on the stand pose after the gantry lets go
+SETTLE_TIME = 1.0  # s of balancing (zero command) after the backend takes over, before the scenario's clock starts
+KEEPALIVE_TICKS = 5  # the SDK re-sends a held velocity every 0.1 s (menlo.asimov KEEPALIVE_HZ = 10)
+ARM_TIMEOUT = 5.0  # s of simulated time STAND may take to arm before the run is declared broken
 PUSH_BODY = "pelvis_link"
 ENVELOPE = (0.4, 0.4, 0.8)  # |vx|, |vy| (m/s), |vyaw| (rad/s): the SDK's command limits
 
@@ -208,11 +217,44 @@ def default_backend_factory(**options: object) -> PolicyBackend:
     return BuiltinController(ControllerConfig(**options))  # type: ignore[arg-type]
 
 
-def _policy_to_joint_command(out_target: np.ndarray, values: np.ndarray | None, fill: np.ndarray) -> np.ndarray:
-    full = fill.copy()
-    if values is not None:
-        full[joints.POLICY_TO_JOINT] = values
-    return full
+class VelocityKeepalive:
+    """Sends a velocity the way the SDK's ``set_velocity(hold=True)`` does: at once when it changes, then again
+    every ``KEEPALIVE_TICKS`` control ticks (the firmware zeroes a velocity not refreshed within 2 s)."""
+
+    def __init__(self, loop: ClosedLoop) -> None:
+        self.loop = loop
+        self._last: tuple[float, float, float] | None = None
+        self._since = 0
+
+    def send(self, vx: float, vy: float, vyaw: float) -> None:
+        cmd = (float(vx), float(vy), float(vyaw))
+        if cmd != self._last or self._since >= KEEPALIVE_TICKS:
+            self.loop.submit(VelocityCommand(*cmd))
+            self._last, self._since = cmd, 0
+        self._since += 1
+
+
+def stand_and_balance(loop: ClosedLoop, balance_delay: float = 0.0) -> int:
+    """``menlo stand -y`` then, ``balance_delay`` s after it returns (armed), ``menlo balance -y``.
+
+    Returns the tick on which the firmware entered MOVE. Raises ``RuntimeError`` if STAND does not arm within
+    ``ARM_TIMEOUT`` or the balance command is refused (a broken firmware or backend, not a scenario result).
+    """
+    loop.submit(StandCommand())
+    armed_at: int | None = None
+    for _ in range(round((ARM_TIMEOUT + balance_delay) / CONTROL_DT) + 2):
+        fw = loop.step_tick().firmware
+        if armed_at is None and fw.armed:
+            armed_at = loop.tick
+        if armed_at is not None and loop.tick >= armed_at + round(balance_delay / CONTROL_DT):
+            break
+    if armed_at is None:
+        raise RuntimeError(f"STAND did not arm within {ARM_TIMEOUT} s")
+    loop.submit(VelocityCommand(0.0, 0.0, 0.0))
+    fw = loop.step_tick().firmware
+    if not fw.policy_active:
+        raise RuntimeError(f"balance refused: firmware in {fw.mode.name}")
+    return loop.tick - 1
 
 
 def run_scenario(
@@ -225,25 +267,23 @@ def run_scenario(
     stop_on_fall: bool = True,
     on_tick: Callable[[float, PolicyBackend, PlantCore], None] | None = None,
 ) -> Result:
-    """Run one scenario from boot to its end (or the fall) and score it."""
+    """Run one scenario from boot (stand, balance, settle) to its end (or the fall) and score it."""
     wall0 = time.perf_counter()
-    plant = PlantCore()
-    steps_per_tick = round(CONTROL_DT / plant.dt)
-    if abs(steps_per_tick * plant.dt - CONTROL_DT) > 1e-9:
-        raise ValueError(f"control period {CONTROL_DT} s is not a whole number of physics steps ({plant.dt} s)")
-    zeros = np.zeros(joints.NUM_JOINTS)
-    plant.reset(joint_pos=joints.DEFAULT_POS)
-    plant.set_command(joints.DEFAULT_POS, zeros, joints.STAND_KP, joints.STAND_KD, zeros)
-    plant.set_gantry(False)
-    for _ in range(round(settle_time / plant.dt)):
-        plant.step()
+    backend = backend_factory(**dict(scenario.backend_options))
+    loop = ClosedLoop.create(backend)
+    plant = loop.plant
+    if abs(loop.control_period - CONTROL_DT) > 1e-9:
+        raise ValueError(f"control period {loop.control_period} s is not the bench's {CONTROL_DT} s")
+    stand_and_balance(loop)
+    keepalive = VelocityKeepalive(loop)
+    for _ in range(round(settle_time / CONTROL_DT)):
+        keepalive.send(0.0, 0.0, 0.0)
+        loop.step_tick()
 
     if scenario.min_pelvis_height is not None:
         min_pelvis_height = scenario.min_pelvis_height
     if scenario.max_gravity_z is not None:
         max_gravity_z = scenario.max_gravity_z
-    backend = backend_factory(**dict(scenario.backend_options))
-    backend.reset()
     start = plant.truth()
     p0 = start.base_pos.copy()
     yaw0 = start.base_yaw
@@ -256,35 +296,16 @@ def run_scenario(
     fell_at: float | None = None
     min_h, max_gz = math.inf, -math.inf
     n_ticks = round(scenario.duration / CONTROL_DT)
-    kp_fill, kd_fill = joints.STAND_KP.copy(), joints.STAND_KD.copy()
     for k in range(n_ticks):
         t = k * CONTROL_DT
         while next_push < len(pushes) and pushes[next_push].t <= t + 1e-9:
             p = pushes[next_push]
             plant.apply_push(p.body, p.force, p.duration)
             next_push += 1
-        s = plant.sensors()
-        inp = PolicyInput(
-            tick=k,
-            sim_time=s.time,
-            gyro=s.gyro,
-            projected_gravity=projected_gravity(s.imu_quat),
-            quat=s.imu_quat,
-            command=scenario.command_at(t),
-            q=s.q.copy(),
-            qd=s.qd.copy(),
-        )
-        cpu0, wall0_tick = time.thread_time(), time.perf_counter()
-        out = backend.step(inp)
-        compute.append(time.perf_counter() - wall0_tick)
-        cpu.append(time.thread_time() - cpu0)
-        pos = _policy_to_joint_command(out.target, out.target, joints.DEFAULT_POS)
-        kp = _policy_to_joint_command(out.target, out.kp, kp_fill)
-        kd = _policy_to_joint_command(out.target, out.kd, kd_fill)
-        ff = _policy_to_joint_command(out.target, out.torque_ff, zeros)
-        plant.set_command(pos, zeros, kp, kd, ff)
-        for _ in range(steps_per_tick):
-            plant.step()
+        keepalive.send(*scenario.command_at(t))
+        rec = loop.step_tick()
+        compute.append(rec.policy_seconds)
+        cpu.append(rec.policy_cpu_seconds)
         tr = plant.truth()
         gz = float(projected_gravity(tr.base_quat)[2])
         min_h = min(min_h, float(tr.base_pos[2]))

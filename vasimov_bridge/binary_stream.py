@@ -104,7 +104,7 @@ COMMAND_SIZE = COMMAND_STRUCT.size  # 24
 
 class StateFlags(IntFlag):
     ARMED = 1 << 0  # firmware armed (motors enabled)
-    FAULT = 1 << 1  # fault latched (FAULT_DAMP until a virtual restart)
+    FAULT = 1 << 1  # fault latched (error_flags bit 0): damped until a virtual restart, whatever mode is reported
     GANTRY = 1 << 2  # the virtual gantry holds the pelvis
     POLICY_ACTIVE = 1 << 3  # MOVE with the locomotion policy driving the joints
     FIRMWARE_KNOWN = 1 << 4  # mode/armed/fault/error_flags/velocity_command come from a firmware state

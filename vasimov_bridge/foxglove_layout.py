@@ -66,6 +66,11 @@ def _firmware_panels() -> fl.SplitContainer:
         path=f"{topics.FIRMWARE_STATE}.mode_name", style="background", fallback_label="no firmware state",
         rules=[fl.IndicatorRule(operator="=", raw_value=name, color=color, label=name)
                for name, color in MODE_COLORS.items()]))
+    # A latched fault reports mode DAMP (as the robot does) unless report_fault_damp; error_flags tells the latch.
+    fault = fl.IndicatorPanel(title="fault latch", config=fl.IndicatorConfig(
+        path=f"{topics.FIRMWARE_STATE}.error_flags", style="bulb", fallback_label="no fault",
+        fallback_color="#9e9e9e", rules=[fl.IndicatorRule(operator=">", raw_value="0",
+                                                          color=MODE_COLORS["FAULT_DAMP"], label="fault latched")]))
     armed = fl.IndicatorPanel(title="armed", config=fl.IndicatorConfig(
         path=f"{topics.FIRMWARE_STATE}.armed", style="bulb", fallback_label="disarmed", fallback_color="#9e9e9e",
         rules=[fl.IndicatorRule(operator="=", raw_value="true", color="#2e9d46", label="armed")]))
@@ -74,7 +79,7 @@ def _firmware_panels() -> fl.SplitContainer:
     state = fl.RawMessagesPanel(title="firmware state", config=fl.RawMessagesConfig(topic_path=topics.FIRMWARE_STATE))
     return fl.SplitContainer(direction="column", items=[
         fl.SplitItem(proportion=1, content=fl.SplitContainer(direction="row", items=[
-            fl.SplitItem(content=mode), fl.SplitItem(content=armed)])),
+            fl.SplitItem(content=mode), fl.SplitItem(content=fault), fl.SplitItem(content=armed)])),
         fl.SplitItem(proportion=1, content=alerts), fl.SplitItem(proportion=3, content=state)])
 
 

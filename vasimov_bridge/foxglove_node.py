@@ -15,6 +15,10 @@
   refused, logged and counted. Validated commands enter the graph as source FOXGLOVE.
 * The parameters capability lists every node's parameters (``/node.param``); read-only ones cannot be set, the
   others are checked against their descriptor before the node is asked (``foxglove_params``).
+* Every Foxglove client connects, whichever name of protocol v1 it offers: the SDK's server accepts only
+  ``foxglove.sdk.v1``, so it listens on a private loopback port behind a front (``foxglove_front``) that
+  accepts ``foxglove.websocket.v1`` too (older Foxglove and Lichtblick builds, ``@foxglove/ws-protocol``) and
+  relays bytes untouched (``legacy_subprotocol``).
 * Nothing here waits on a client: the SDK keeps a bounded queue per client and drops that client's oldest data
   when it falls behind; the node counts the SDK's "outbox full" reports and publishes its counters on
   ``/vasimov/foxglove/stats``.
@@ -63,6 +67,7 @@ from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
 from vasimov_bridge import foxglove_params as fp
 from vasimov_bridge import foxglove_schemas, foxglove_teleop
+from vasimov_bridge.foxglove_front import SubprotocolFront
 from vasimov_bridge.kinematics_tf import KinematicTree, LinkTransform
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -73,6 +78,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     OBSERVER_CPU_NICE,
     ParamSpec("port", 8765, "TCP port of the Foxglove WebSocket server; 0 picks a free one (logged, and in the "
               "read-only parameter bound_port).", min=0, max=65535),
+    ParamSpec("legacy_subprotocol", True, "Also let in clients that offer only the old name of protocol v1, "
+              "foxglove.websocket.v1 (Lichtblick, @foxglove/ws-protocol, older Foxglove Studio): a front on host:port "
+              "relays every client to the SDK's server on a private loopback port. false: the SDK's server listens "
+              "on host:port itself and accepts foxglove.sdk.v1 only."),
     ParamSpec("message_backlog_size", 1024, "Messages the SDK queues per client before it drops that client's "
               "oldest data (a slow client never slows the graph).", min=16, max=1_000_000),
     ParamSpec("discovery_period", 1.0, "Wall seconds between scans of the graph for topics and nodes.",
@@ -228,6 +237,7 @@ class FoxgloveBridgeNode(Node):
         self.batch_period = float(self.p["batch_period"])  # read by run_node's spin loop
         renice_all_threads(int(self.p["cpu_nice"]))  # DDS receive threads included
         self.server: Any = None
+        self.front: SubprotocolFront | None = None
         if not self.p["enabled"]:
             self.get_logger().info("foxglove bridge disabled (enabled:=false): no server, idle")
             return
@@ -272,10 +282,10 @@ class FoxgloveBridgeNode(Node):
         self.tf_channel = FrameTransformsChannel(topics.FOXGLOVE_TF, context=self.fox)
         self.stats_channel = foxglove.Channel(topics.FOXGLOVE_STATS, schema=_STATS_SCHEMA, context=self.fox)
         try:
-            self.server = self._start_server()
-        except RuntimeError as exc:  # the SDK's FoxgloveError: the address is taken or does not resolve
+            self._start_server()
+        except (RuntimeError, OSError) as exc:  # the SDK's FoxgloveError or the front's: taken, unresolvable
             raise OSError(f"foxglove server cannot listen on {self.p['host']}:{self.p['port']}: {exc}") from exc
-        self.port = int(self.server.port)
+        self.port = self.front.port if self.front is not None else int(self.server.port)
         self.declare_parameter("bound_port", self.port, ParameterDescriptor(
             description="The TCP port the Foxglove server actually bound (differs from port when port is 0).",
             read_only=True))
@@ -285,21 +295,34 @@ class FoxgloveBridgeNode(Node):
         self.create_timer(self.p["stats_period"], self.publish_stats)
         self.discover()
 
-    def _start_server(self) -> Any:
-        return foxglove.start_server(
+    def _start_server(self) -> None:
+        """The SDK's server on host:port, or (legacy_subprotocol) on a free loopback port behind the front."""
+        legacy = bool(self.p["legacy_subprotocol"])
+        self.server = foxglove.start_server(
             name="vasimov",
-            host=self.p["host"],
-            port=self.p["port"],
+            host="127.0.0.1" if legacy else self.p["host"],
+            port=0 if legacy else self.p["port"],
             capabilities=[Capability.ClientPublish, Capability.Parameters, Capability.Time],
             server_listener=_Listener(self),
             supported_encodings=list(foxglove_teleop.CLIENT_ENCODINGS),
             context=self.fox,
             message_backlog_size=self.p["message_backlog_size"],
         )
+        if legacy:
+            try:
+                self.front = SubprotocolFront(self.p["host"], self.p["port"], int(self.server.port),
+                                              info=self.get_logger().info, warn=self.log_limited, count=self.count)
+            except OSError:
+                self.server.stop()
+                self.server = None
+                raise
 
     def close(self) -> None:
         if self.server is None:
             return
+        if self.front is not None:
+            self.front.stop()
+            self.front = None
         self.server.stop()
         self.server = None
         logging.getLogger("foxglove").removeHandler(self._sdk_logs)

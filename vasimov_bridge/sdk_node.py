@@ -4,7 +4,8 @@
   on `/vasimov/command`, rejections are counted (exposed at `GET /api/sim/counters`).
 * UDP out to state_host:8851: one RobotState per `state_rate_hz` of simulated time, unsolicited, from boot, in every
   mode, built from the plant's sensor state (motor space) and the firmware's latest state. Sequence and firmware
-  timestamp restart on a virtual restart.
+  timestamp restart on a virtual restart. `joint_current` is the sample's motor torque through the thermal model's
+  assumed torque constant (`vasimov_edge.thermal.motor_current`; approximate, FIDELITY.md).
 * HTTP :3000: `/api/version` for the SDK's target check, and the simulator's own endpoints under `/api/sim/`.
 """
 
@@ -32,6 +33,7 @@ from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
 from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response, parse_push
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
+from vasimov_edge.thermal import motor_current, torque_constant
 
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
@@ -69,6 +71,7 @@ class SdkBridgeNode(Node):
         self.batch_period = self.p["lockstep_batch_period"] if self.p["lockstep"] else 0.0  # read by run_node
         self.last_plant: PlantState | None = None
         self.build_errors = 0
+        self.torque_constant = torque_constant()  # the same assumed k_t the firmware's thermal model heats with
 
         self.pub_cmd = self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
         self.pub_sim = self.create_publisher(SimControl, topics.SIM_CONTROL, qos.COMMANDS)
@@ -149,6 +152,7 @@ class SdkBridgeNode(Node):
             base_ang_vel=msg.imu_angular_velocity,
             projected_gravity=projected_gravity(quat),
             base_quat=quat,
+            joint_current=motor_current(motor_space.joint_to_state_torque(msg.effort), self.torque_constant),
             joint_temp=temps,
             error_flags=0 if fw is None else int(fw.error_flags),
             active_alerts=alerts,

@@ -67,8 +67,8 @@ class Reason(StrEnum):
     UNSUPPORTED = "UNSUPPORTED"  # the eol (end-of-line test) payload: factory only, not simulated
     UNKNOWN_MODE = "UNKNOWN_MODE"  # no payload and a mode other than DAMP/STAND
     UNKNOWN_COMMAND = "UNKNOWN_COMMAND"  # a payload whose mode/command_control contradicts it
-    NON_FINITE = "NON_FINITE"  # NaN or +-inf in a velocity, target or gain
-    BAD_LENGTH = "BAD_LENGTH"  # positions != 25, or kp/kd not both-or-neither with 25 each
+    NON_FINITE = "NON_FINITE"  # NaN or +-inf in a velocity or a position target (gains: see _decode_trajectory)
+    BAD_LENGTH = "BAD_LENGTH"  # positions != 25
     EMPTY_TRAJECTORY = "EMPTY_TRAJECTORY"  # all_trajectory with no positions
 
 
@@ -176,12 +176,15 @@ def _decode_trajectory(traj: Any, source: CommandSource, seq: int) -> Trajectory
         return _reject(
             Reason.BAD_LENGTH, f"{len(positions)} positions; expected {NUM_JOINTS}", field="positions", sequence=seq
         )
-    # Gains that are not "both, 25 each" are not a reason to drop the setpoint: the Menlo API page says Edge
-    # replaces them with its own gain table. They travel on as sent; the firmware core substitutes and counts.
-    for name, values in (("positions", positions), ("kp", kp), ("kd", kd)):
-        if not _all_finite(values):
-            bad = next(i for i, v in enumerate(values) if not math.isfinite(v))
-            return _reject(Reason.NON_FINITE, f"{name}[{bad}] is {values[bad]}", field=name, index=bad, sequence=seq)
+    # Gains are never a reason to drop the setpoint: the Menlo API page lists only positions (count, finiteness)
+    # among a trajectory's drop conditions and says Edge replaces gains it cannot use (any count but 25) with its own
+    # table. They travel on as sent, non-finite ones included; the firmware core decides each array, substitutes
+    # and counts (``Firmware._trajectory_gains``).
+    if not _all_finite(positions):
+        bad = next(i for i, v in enumerate(positions) if not math.isfinite(v))
+        return _reject(
+            Reason.NON_FINITE, f"positions[{bad}] is {positions[bad]}", field="positions", index=bad, sequence=seq
+        )
     return TrajectoryCommand(
         positions=positions,
         kp=kp or None,

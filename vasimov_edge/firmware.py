@@ -6,7 +6,10 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
 ``menlo_sdk_contract.md`` section 5):
 
 * **Modes** (``asimov.io.ControlMode`` wire values): DAMP 0, STAND 1, MOVE 2 (sub-modes POLICY / TRAJECTORY),
-  FAULT_DAMP 5. Boot in DAMP on the virtual gantry.
+  FAULT_DAMP 5. Boot in DAMP on the virtual gantry. Internally a latched fault is the FAULT_DAMP state; it is
+  *reported* as DAMP with ``error_flags`` set and the alert active (Menlo's SDK reference: a critical alert makes
+  the firmware latch DAMP with ``error_flags`` set; the SDK's CLI prints ``DAMP · faults FALL_DETECTED``), or as
+  FAULT_DAMP 5 with ``report_fault_damp`` (which the SDK also accepts). The latch, not the number, drives behaviour.
 * **DAMP**: kp 0, kd ``damp_kd`` on every joint. Always accepted, from any mode, even with a fault latched (the latch
   stays).
 * **STAND**: a linear ramp from the measured pose to ``vasimov.joints.DEFAULT_POS`` over ``stand_ramp_s`` with the
@@ -21,19 +24,28 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
   (FW_DAMPED); MOVE -> followed, clamped to the firmware caps. Staleness: ``velocity_timeout_s`` without a velocity
   packet zeroes the command; the robot stays in MOVE balancing.
 * **Trajectory**: armed STAND or MOVE -> MOVE/TRAJECTORY; 25 positions in wire frame (ankle slots = pitch, roll;
-  clamped, see ``vasimov.motor_space``); kp/kd used only when both carry 25 values (else the STAND gain table, as
-  Edge does); an entry <= 0 gives that joint DAMP gains. Session timeout: ``trajectory_timeout_s`` without a
-  setpoint -> DAMP.
+  clamped, see ``vasimov.motor_space``); kp and kd are decided per array: one with exactly 25 finite values is used,
+  any other (absent, another count, a non-finite entry) is replaced by the STAND gain table for that array (the API
+  page: "send exactly 25 values in kp and/or kd; any other count is silently replaced with the edge defaults"); an
+  entry <= 0 gives that joint DAMP gains. Session timeout: ``trajectory_timeout_s`` without a setpoint -> DAMP.
 * **MOVE/POLICY**: the policy's 23 targets (policy order, ``POLICY_TO_JOINT``) with the policy gain table unless the
   policy supplies gains, through the same target clamp as a trajectory; the neck held at its default with its
   policy gains. No usable policy output -> the previous tick's targets and gains are held (counted).
-* **Virtual gantry** (twin-only, boot stand): engaged at boot, released ``gantry_release_after_stand_s`` after the
-  STAND ramp completes (a DAMP before that cancels the release; the next STAND schedules it again).
+* **Virtual gantry** (twin-only: the hook of the stand the robot boots on, and its operator). The vendor's examples
+  describe the robot "hanging from its gantry hook with both feet on the floor", needing that support for joint
+  control and not for the walking policy. So: engaged at boot (the limp robot hangs upright); from a STAND command
+  on it *lowers* (``gantry_lowering``: the plant lowers the hook while the legs stand up, so the soles rest on the
+  floor and the hook carries only what the legs do not); it stays on through STAND, MOVE/TRAJECTORY and DAMP
+  (a damped robot hangs where it is); it is taken off on the tick the walking policy takes the joints (MOVE/POLICY),
+  never while anything else holds the robot, so the policy starts on a robot that stands on its feet and is never
+  dropped by a timed release mid-balance. Only ``restart()`` puts it back on.
 * **Faults latch**: a fall (projected-gravity z > ``fall_gravity_z`` once the gantry has released) or a motor over
   ``overtemp_c`` -> FAULT_DAMP, ``error_flags |= 1 | 1 << (1 + alert_id)``; the alert entry stays while its
   condition lasts and clears ``alert_clear_s`` after it ends; the flags and the latch stay until ``restart()``.
   Motor temperatures come from ``vasimov_edge.thermal`` (ASSUMED parameters); above ``temp_warning_c`` a
-  MOTOR_TEMP_HIGH warning is raised per motor.
+  MOTOR_TEMP_HIGH warning is raised. One alert entry per alert id (the wire carries at most one per catalog id,
+  nanopb ``max_count: 48``): a motor alert names the hottest motor in its condition (``source_id``, ``value``).
+  Severities come from asimov-protocol's alert catalog.
 * **Validation**: every dropped command is returned as a ``Rejection`` whose reason is the SDK's ``Refusal`` name
   and whose ``extra["counter"]`` names the counter it incremented. Nothing raises on bad input.
 
@@ -52,6 +64,8 @@ from enum import IntEnum, StrEnum
 from typing import Any, NamedTuple
 
 import numpy as np
+from asimov_protocol import AlertSeverity
+from asimov_protocol._alert_catalog import ALERT_CATALOG_DATA
 from numpy.typing import ArrayLike
 
 from vasimov.commands import (
@@ -98,13 +112,16 @@ class MoveSubmode(StrEnum):
     TRAJECTORY = "TRAJECTORY"
 
 
-# Alert ids and severities as the firmware numbers them (fact sheet ``firmware_behaviour.alert_ids``; the SDK's
-# ``ALERT_NAMES``): ids 0-15 critical, 16-31 warning.
+# Alert ids as the firmware numbers them (fact sheet ``firmware_behaviour.alert_ids``; the SDK's ``ALERT_NAMES``;
+# asimov-protocol's ``AlertId``).
 ALERT_MOTOR_OVERTEMP = 2
 ALERT_FALL_DETECTED = 7
 ALERT_MOTOR_TEMP_HIGH = 17
-SEVERITY_CRITICAL = 0
-SEVERITY_WARNING = 1
+SEVERITY_CRITICAL = int(AlertSeverity.CRITICAL)
+SEVERITY_WARNING = int(AlertSeverity.WARNING)
+# Severity per alert id from asimov-protocol's generated alert catalog (the canonical table the firmware and the
+# SDK share; the package has no public accessor for it, its own error_flags decoder reads the same data).
+_CATALOG_SEVERITY: dict[int, int] = {int(e["alert_id"]): int(e["severity_value"]) for e in ALERT_CATALOG_DATA}
 FAULT_LATCHED_FLAG = 1  # error_flags bit 0
 ERROR_FLAGS_FIRST_ALERT_BIT = 1  # critical alert n sets bit 1 + n
 
@@ -115,11 +132,18 @@ def alert_name(alert_id: int) -> str:
     return str(names.get(alert_id, f"ALERT_{alert_id}"))
 
 
+def alert_severity(alert_id: int) -> int:
+    """The catalog's severity of an alert id (0 CRITICAL, 1 WARNING, 2 INFO); WARNING for an id the catalog lacks
+    (DECISION: never CRITICAL, which would make the SDK call the robot faulted over an id it cannot name)."""
+    return _CATALOG_SEVERITY.get(alert_id, SEVERITY_WARNING)
+
+
 @dataclass(frozen=True)
 class Alert:
     """One active firmware alert, shaped like ``asimov.io.Alert`` (value/threshold are uint32 on the wire).
 
-    ``source_id`` is the firmware motor index (``joint_pos`` index) for motor alerts and 0 otherwise.
+    One entry per alert id. ``source_id`` is the firmware motor index (``joint_pos`` index) for motor alerts, the
+    hottest motor in the condition (``value`` is its temperature), and 0 otherwise.
     """
 
     id: int
@@ -137,8 +161,6 @@ class FirmwareParams:
 
     stand_ramp_s: STAND ramp duration; Menlo API page ("ramps to a standing pose over ~2 s"), fact sheet
         ``stand_ramp`` (ASSUMED linear profile, from vasimov).
-    gantry_release_after_stand_s: virtual gantry releases this long after the STAND ramp completes; vasimov artefact
-        (fact sheet ``stand_ramp.vasimov_gantry_auto_release_after_ramp_s``), not a robot property.
     arm_gravity_z, arm_hold_s, arm_max_gap_s: the MOVE gate; menlo-sdk ``_preflight.ARM_GRAVITY_Z`` /
         ``ARM_HOLD_S`` / ``ARM_MAX_GAP_S`` (the SDK mirrors the firmware; the firmware must not arm later).
     fall_gravity_z: fall trip, projected-gravity z above this (tilt > 60 deg); menlo-sdk comments, fact sheet
@@ -151,6 +173,9 @@ class FirmwareParams:
     trajectory_kp_max, trajectory_kd_max: documented gain ranges of a trajectory (API page: kp 0-500, kd 0-5.0);
         larger values are clamped (DECISION: the page gives the range but not what happens outside it).
     alert_clear_s: an alert entry clears this long after its condition ends; contract 5.10 / fact sheet.
+    report_fault_damp: report a latched fault as mode FAULT_DAMP (5) instead of DAMP (0). Off by default: Menlo's
+        SDK reference says a critical alert makes the firmware latch DAMP with ``error_flags`` set, and the SDK's own
+        CLI tests print ``DAMP · faults FALL_DETECTED``; the SDK accepts FAULT_DAMP too (``State.faulted``).
     thermal_model: run the motor thermal model; off -> no temperatures (None) and no thermal alerts.
     thermal: the thermal model's (ASSUMED) parameters.
     temp_warning_c, overtemp_c, overtemp_clear_c: MOTOR_TEMP_HIGH warning, MOTOR_OVERTEMP trip, and the temperature
@@ -161,7 +186,6 @@ class FirmwareParams:
     """
 
     stand_ramp_s: float = 2.0
-    gantry_release_after_stand_s: float = 1.0
     arm_gravity_z: float = -0.87
     arm_hold_s: float = 0.5
     arm_max_gap_s: float = 0.25
@@ -174,6 +198,7 @@ class FirmwareParams:
     trajectory_kp_max: float = 500.0
     trajectory_kd_max: float = 5.0
     alert_clear_s: float = 2.5
+    report_fault_damp: bool = False
     thermal_model: bool = True
     thermal: ThermalParams = field(default_factory=ThermalParams)
     temp_warning_c: float = 60.0
@@ -184,7 +209,6 @@ class FirmwareParams:
     def __post_init__(self) -> None:
         nonneg = (
             "stand_ramp_s",
-            "gantry_release_after_stand_s",
             "arm_hold_s",
             "arm_max_gap_s",
             "trajectory_timeout_s",
@@ -243,6 +267,9 @@ class _Targets(NamedTuple):
 class FirmwareOutput:
     """The firmware's answer to one tick: what to send the motors and what ``RobotState`` reports.
 
+    mode is the *reported* mode: with a fault latched it is DAMP (FAULT_DAMP with ``report_fault_damp``);
+    fault_latched says whether a fault is latched, whatever number is reported.
+
     position, velocity, kp, kd, torque_ff: the motor command for the plant, joint space, 25 each, read-only:
     ``tau = kp (position - q) + kd (velocity - qd) + torque_ff`` (the plant clamps to the torque limit).
     motor_temperature / motor_current are in firmware (motor) order, ankle slots = motors A, B; None when the thermal
@@ -263,6 +290,7 @@ class FirmwareOutput:
     policy_active: bool
     policy_epoch: int
     gantry_engaged: bool
+    gantry_lowering: bool
     stand_ramp_done: bool
     position: np.ndarray
     velocity: np.ndarray
@@ -291,7 +319,6 @@ COUNTERS: tuple[str, ...] = (
     "trajectory_empty",  # EMPTY_TRAJECTORY
     "trajectory_bad_length",  # BAD_LENGTH
     "trajectory_non_finite",  # NON_FINITE (positions)
-    "trajectory_gains_non_finite",  # NON_FINITE (kp/kd)
     "trajectory_in_damp",  # FW_DAMPED
     "trajectory_fault_latched",  # FAULT_DAMPED
     "trajectory_unarmed_stand",  # GATE
@@ -303,7 +330,8 @@ COUNTERS: tuple[str, ...] = (
     "stand_while_standing",
     "velocity_clamped",
     "trajectory_targets_clamped",
-    "trajectory_gains_substituted",  # kp/kd not both 25 values -> gain table
+    "trajectory_gains_substituted",  # a kp or kd array of another length than 25 -> gain table for that array
+    "trajectory_gains_non_finite",  # a kp or kd array with a non-finite entry -> gain table for that array
     "trajectory_gains_damped",  # joints given DAMP gains for an entry <= 0
     "trajectory_gains_clamped",
     # watchdogs and faults
@@ -323,7 +351,11 @@ COUNTERS: tuple[str, ...] = (
 
 
 class _AlertBook:
-    """Active alerts keyed by (id, source_id): raised while a condition holds, dropped ``clear_s`` after it ends."""
+    """Active alerts keyed by id: raised while a condition holds, dropped ``clear_s`` after it ends.
+
+    One entry per id, as the wire allows (``RobotState.active_alerts`` has nanopb ``max_count: 48``, one per catalog
+    id): 25 hot motors are one MOTOR_TEMP_HIGH entry, never 25, so a frame can never overflow.
+    """
 
     @dataclass
     class _Entry:
@@ -332,22 +364,23 @@ class _AlertBook:
 
     def __init__(self, clear_s: float) -> None:
         self._clear_s = clear_s
-        self._entries: dict[tuple[int, int], _AlertBook._Entry] = {}
+        self._entries: dict[int, _AlertBook._Entry] = {}
 
     def clear(self) -> None:
         self._entries.clear()
 
     def update(self, alert_id: int, source_id: int, active: bool, value: float, threshold: float, t: float) -> None:
-        key = (alert_id, source_id)
+        """The condition of ``alert_id`` now; while active, ``source_id``/``value`` name its current worst source."""
+        key = alert_id
         entry = self._entries.get(key)
         if active:
             v = _uint32(value)
             if entry is None:
-                severity = SEVERITY_CRITICAL if alert_id < 16 else SEVERITY_WARNING
+                severity = alert_severity(alert_id)
                 alert = Alert(alert_id, severity, v, _uint32(threshold), _us(t), source_id, alert_name(alert_id))
                 self._entries[key] = _AlertBook._Entry(alert)
             else:
-                entry.alert = replace(entry.alert, value=v)
+                entry.alert = replace(entry.alert, value=v, source_id=source_id)
                 entry.ended_at = None
         elif entry is not None:
             if entry.ended_at is None:
@@ -406,6 +439,7 @@ class Firmware:
         self._thermal = ThermalModel(self.params.thermal)
         self._alerts = _AlertBook(self.params.alert_clear_s)
         self._policy_epoch = 0  # monotonic across restarts, so a change always means "reset the policy"
+        self._gain_notes: tuple[str, ...] = ()
         self._boot()
 
     # ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────────
@@ -419,7 +453,7 @@ class Firmware:
         self._alerts.clear()
         self._overtemp_active = np.zeros(NUM_JOINTS, dtype=bool)
         self._gantry_engaged = True
-        self._gantry_release_at: float | None = None
+        self._gantry_lowering = False
         self._clock = 0.0
         self._last_tick_t: float | None = None
         self._ramp_from: np.ndarray | None = None
@@ -448,6 +482,12 @@ class Firmware:
     # ── read-only views ───────────────────────────────────────────────────────────────────────────────────────
     @property
     def mode(self) -> Mode:
+        """The reported mode (see ``FirmwareOutput.mode``)."""
+        return self._reported_mode()
+
+    def _reported_mode(self) -> Mode:
+        if self._mode is Mode.FAULT_DAMP and not self.params.report_fault_damp:
+            return Mode.DAMP
         return self._mode
 
     @property
@@ -474,6 +514,12 @@ class Firmware:
     def counters(self) -> dict[str, int]:
         return dict(self._counters)
 
+    @property
+    def last_gain_notes(self) -> tuple[str, ...]:
+        """Counters the last ``submit`` bumped for an applied trajectory's gains (substituted, non-finite, clamped,
+        damped), so the node can log a setpoint that was applied with gains other than those sent."""
+        return self._gain_notes
+
     # ── commands ──────────────────────────────────────────────────────────────────────────────────────────────
     def submit(self, cmd: RobotCommand, t: float) -> Rejection | None:
         """Apply one command that arrived at firmware time ``t``; returns None if accepted, else why it was dropped.
@@ -481,6 +527,7 @@ class Firmware:
         The command has already passed the arbiter. Never raises on a malformed command.
         """
         t = self._advance_clock(t)
+        self._gain_notes = ()
         if isinstance(cmd, DampCommand):
             return self._on_damp(t)
         if isinstance(cmd, StandCommand):
@@ -503,7 +550,7 @@ class Firmware:
     def _reject(self, counter: str, reason: str, detail: str) -> Rejection:
         self._counters[counter] += 1
         self._counters["rejections_total"] += 1
-        return Rejection(reason=reason, detail=detail, extra={"counter": counter, "mode": self._mode.name})
+        return Rejection(reason=reason, detail=detail, extra={"counter": counter, "mode": self._reported_mode().name})
 
     def _on_damp(self, t: float) -> None:
         self._counters["accepted_damp"] += 1
@@ -531,7 +578,7 @@ class Firmware:
         self._ramp_from = None if self._last_valid is None else self._last_valid[0].copy()
         self._ramp_t0 = t
         if self._gantry_engaged:
-            self._gantry_release_at = t + self.params.stand_ramp_s + self.params.gantry_release_after_stand_s
+            self._gantry_lowering = True  # stand up on the hook: it lowers until the soles rest on the floor
         if self._last_valid is not None and self._last_valid[2][2] < self.params.arm_gravity_z:
             # The arming hold starts at the mode change itself (with the latest reading), so the firmware is armed
             # no later than the SDK's mirror, which counts from the first STAND sample it receives.
@@ -599,12 +646,14 @@ class Firmware:
                 "GATE",
                 f"STAND not yet held upright for {self.params.arm_hold_s} s; the trajectory is ignored",
             )
-        kp, kd, gains_note = gains
+        kp, kd, notes = gains
         targets, clamped = trajectory_to_joint_targets(pos)
         if clamped:
             self._counters["trajectory_targets_clamped"] += 1
-        if gains_note:
-            self._counters[gains_note] += 1
+        # Only a trajectory that is applied counts its gain adjustments (a dropped one changed nothing).
+        for note in notes:
+            self._counters[note] += 1
+        self._gain_notes = notes
         self._counters["accepted_trajectory"] += 1
         self._enter(Mode.MOVE, MoveSubmode.TRAJECTORY)
         self._traj_pos, self._traj_kp, self._traj_kd = targets, kp, kd
@@ -612,35 +661,47 @@ class Firmware:
         self._velocity = np.zeros(3)
         return None
 
-    def _trajectory_gains(self, kp_in: Any, kd_in: Any) -> tuple[np.ndarray, np.ndarray, str] | Rejection:
-        """(kp, kd, counter-to-bump-or-"") for a trajectory, or a rejection for non-finite gains.
+    def _trajectory_gains(self, kp_in: Any, kd_in: Any) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]] | Rejection:
+        """(kp, kd, counters to bump if the trajectory is applied) for a trajectory; a rejection only for gains that
+        are not numbers at all (a malformed command object; the wire decoder cannot produce one).
 
-        Edge uses the packet's gains only when kp and kd both carry 25 values; anything else (one missing, another
-        length) silently gets the STAND gain table for both (API page; the SDK: "Asimov Edge ignores a lone gain").
+        Each array is decided on its own, as the Menlo API page says ("send exactly 25 values in kp and/or kd. Any
+        other count ... is silently replaced with the edge defaults"): an array of 25 finite values is used, an
+        absent one gets the STAND gain table, one of another length or with a non-finite entry gets the table too
+        (counted). DECISION (non-finite): the page lists non-finite *positions* among the drop conditions but not
+        gains, and it replaces gains it cannot use rather than dropping the setpoint; so a non-finite gain array is
+        treated like one of the wrong length. The SDK never sends a lone gain or a non-finite one (it refuses both
+        client-side, believing "Asimov Edge ignores a lone gain"), so SDK-visible behaviour does not depend on this.
         """
-        if kp_in is None and kd_in is None:
-            return STAND_KP.copy(), STAND_KD.copy(), ""
-        try:
-            kp = None if kp_in is None else np.array(kp_in, dtype=np.float64).reshape(-1)
-            kd = None if kd_in is None else np.array(kd_in, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            return self._reject("command_unparsable", "PARSE", f"kp/kd must be numbers: {exc}")
-        for name, g in (("kp", kp), ("kd", kd)):
-            if g is not None and not np.all(np.isfinite(g)):
-                return self._reject("trajectory_gains_non_finite", "NON_FINITE", f"{name} has non-finite entries")
-        if kp is None or kd is None or kp.size != NUM_JOINTS or kd.size != NUM_JOINTS:
-            return STAND_KP.copy(), STAND_KD.copy(), "trajectory_gains_substituted"
-        note = ""
+        notes: list[str] = []
+        out: list[np.ndarray] = []
+        for raw, table in ((kp_in, STAND_KP), (kd_in, STAND_KD)):
+            if raw is None:
+                out.append(table.copy())
+                continue
+            try:
+                g = np.array(raw, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                return self._reject("command_unparsable", "PARSE", f"kp/kd must be numbers: {exc}")
+            if g.size != NUM_JOINTS:
+                notes.append("trajectory_gains_substituted")
+                out.append(table.copy())
+            elif not np.all(np.isfinite(g)):
+                notes.append("trajectory_gains_non_finite")
+                out.append(table.copy())
+            else:
+                out.append(g)
+        kp, kd = out
         capped_kp = np.minimum(kp, self.params.trajectory_kp_max)
         capped_kd = np.minimum(kd, self.params.trajectory_kd_max)
         if np.any(capped_kp != kp) or np.any(capped_kd != kd):
-            self._counters["trajectory_gains_clamped"] += 1
+            notes.append("trajectory_gains_clamped")
         damped = (kp <= 0.0) | (kd <= 0.0)
         if np.any(damped):
-            note = "trajectory_gains_damped"
+            notes.append("trajectory_gains_damped")
             capped_kp[damped] = 0.0
             capped_kd[damped] = self.params.damp_kd
-        return capped_kp, capped_kd, note
+        return capped_kp, capped_kd, tuple(dict.fromkeys(notes))
 
     # ── state transitions ─────────────────────────────────────────────────────────────────────────────────────
     def _enter(self, mode: Mode, submode: MoveSubmode) -> None:
@@ -656,7 +717,13 @@ class Firmware:
         if mode is not Mode.MOVE or submode is not MoveSubmode.POLICY:
             self._velocity = np.zeros(3)
         if mode in (Mode.DAMP, Mode.FAULT_DAMP):
-            self._gantry_release_at = None  # a DAMPed robot stays on the gantry until it stands again
+            self._gantry_lowering = False  # a DAMPed robot hangs on the hook where it is
+        elif mode is Mode.MOVE and submode is MoveSubmode.POLICY and self._gantry_engaged:
+            # The walking policy takes the joints: the hook comes off now, with the robot on its feet, so the policy
+            # balances from its first tick what it will balance from then on (joint control keeps the hook).
+            self._gantry_engaged = False
+            self._gantry_lowering = False
+            self._counters["gantry_releases"] += 1
 
     def _latch(self, alert_id: int, counter: str) -> None:
         bit = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + alert_id))
@@ -702,12 +769,6 @@ class Firmware:
             temps = self._thermal.step(tau_motor, dt if valid else 0.0)
             currents = self._thermal.current(tau_motor)
 
-        # Gantry: released a fixed time after the STAND ramp completes, while the robot is still standing/moving.
-        if self._gantry_engaged and self._gantry_release_at is not None and t >= self._gantry_release_at - TIME_EPS:
-            self._gantry_engaged = False
-            self._gantry_release_at = None
-            self._counters["gantry_releases"] += 1
-
         if valid:
             self._check_faults(t, g, temps)
 
@@ -737,7 +798,7 @@ class Firmware:
         return FirmwareOutput(
             t=t,
             timestamp_us=_us(t),
-            mode=self._mode,
+            mode=self._reported_mode(),
             move_submode=self._submode,
             armed=self._armed,
             fault_latched=self._latched,
@@ -747,6 +808,7 @@ class Firmware:
             policy_active=self._mode is Mode.MOVE and self._submode is MoveSubmode.POLICY,
             policy_epoch=self._policy_epoch,
             gantry_engaged=self._gantry_engaged,
+            gantry_lowering=self._gantry_lowering,
             stand_ramp_done=self._mode is Mode.STAND and t - self._ramp_t0 >= p.stand_ramp_s - TIME_EPS,
             position=targets.position,
             velocity=targets.velocity,
@@ -785,9 +847,13 @@ class Firmware:
             return
         # Over-temperature condition with hysteresis: starts at overtemp_c, ends below overtemp_clear_c.
         self._overtemp_active = np.where(self._overtemp_active, temps >= p.overtemp_clear_c, temps >= p.overtemp_c)
-        for i in range(NUM_JOINTS):
-            self._alerts.update(ALERT_MOTOR_TEMP_HIGH, i, temps[i] >= p.temp_warning_c, temps[i], p.temp_warning_c, t)
-            self._alerts.update(ALERT_MOTOR_OVERTEMP, i, bool(self._overtemp_active[i]), temps[i], p.overtemp_c, t)
+        for alert_id, cond, threshold in (
+            (ALERT_MOTOR_TEMP_HIGH, temps >= p.temp_warning_c, p.temp_warning_c),
+            (ALERT_MOTOR_OVERTEMP, self._overtemp_active, p.overtemp_c),
+        ):
+            # one entry per id, naming the hottest motor in the condition (the first one when none is)
+            hottest = int(np.argmax(np.where(cond, temps, -np.inf))) if np.any(cond) else 0
+            self._alerts.update(alert_id, hottest, bool(np.any(cond)), temps[hottest], threshold, t)
         if np.any(self._overtemp_active):
             self._latch(ALERT_MOTOR_OVERTEMP, "overtemp_latches")
 

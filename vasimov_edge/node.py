@@ -1,7 +1,8 @@
 """The edge node: Asimov Edge + firmware. Converts messages to calls of the pure `Firmware` core and back.
 
 Per control tick k it needs the plant's tick-k sensor state and the policy's tick-k targets (lockstep waits for
-both; real time uses the latest policy answer if tick k's is late). Commands from every source go through the
+both; real time waits for the policy's answer too, decides tick k with the latest answer once tick k+1 arrives, and
+does not wait before the policy runner's first answer). Commands from every source go through the
 arbiter, then the firmware; rejections are counted and logged (rate-limited) and never change state.
 """
 
@@ -33,12 +34,12 @@ PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
     ParamSpec("command_script", "", "YAML file of timed commands submitted at their tick (deterministic source)."),
     ParamSpec("stand_ramp_duration", 2.0, "Seconds STAND takes to blend to the stand pose.", min=0.1, max=10.0),
-    ParamSpec("gantry_release_delay", 1.0, "Seconds after the STAND ramp completes before the virtual gantry "
-              "releases the pelvis.", min=0.0, max=60.0),
     ParamSpec("thermal_model", True, "Compute motor temperatures from simulated effort (assumed parameters); off = "
               "temperatures are not reported and no thermal alert fires."),
     ParamSpec("arbiter_hold", 1.0, "Seconds a higher-priority command source keeps control after its last command.",
               min=0.0, max=60.0),
+    ParamSpec("report_fault_damp", False, "Report a latched fault as mode FAULT_DAMP (5) instead of DAMP (0); either "
+              "way error_flags and the alert are set and the latch holds until a restart."),
 )
 
 
@@ -50,8 +51,8 @@ class EdgeNode(Node):
         self.control_period = self.p["physics_dt"] * self.p["control_decimation"]
         self.firmware = Firmware(FirmwareParams(
             stand_ramp_s=self.p["stand_ramp_duration"],
-            gantry_release_after_stand_s=self.p["gantry_release_delay"],
             thermal_model=self.p["thermal_model"],
+            report_fault_damp=self.p["report_fault_damp"],
         ))
         self.arbiter = Arbiter(hold_s=self.p["arbiter_hold"])
         self.script = command_script.ScriptPlayer(
@@ -84,6 +85,11 @@ class EdgeNode(Node):
         if msg.epoch != self.epoch:
             self._restart(msg.epoch)
         self.sync.put("state", msg.epoch, msg.tick, msg)
+        if not self.lockstep and self.last_policy is None and msg.tick > self.last_tick:
+            # real time, no policy answer yet in this life (the runner still starting): nothing to wait for. The
+            # plant waits for this tick's answer; the firmware uses policy targets only in MOVE, long after this.
+            self._decide(msg, None)
+            return
         self._try(msg.tick)
         if not self.lockstep:
             # real time: a tick whose policy answer never came is decided with the latest answer
@@ -126,6 +132,10 @@ class EdgeNode(Node):
         rejection = self.arbiter.admit(cmd, self.t_fw)
         if rejection is None:
             rejection = self.firmware.submit(cmd, self.t_fw)
+            for note in self.firmware.last_gain_notes:
+                if note in ("trajectory_gains_substituted", "trajectory_gains_non_finite"):
+                    self.log_limited(note, f"{type(cmd).__name__} from {cmd.source.name} applied with the gain table "
+                                           f"for an unusable kp/kd array ({note})")
         else:
             self.firmware.count_rejection(rejection)
         if rejection is not None:
@@ -174,6 +184,7 @@ class EdgeNode(Node):
         c.kd = out.kd
         c.torque_ff = out.torque_ff
         c.gantry_engaged = bool(out.gantry_engaged)
+        c.gantry_lowering = bool(out.gantry_lowering)
         self.pub_cmd.publish(c)
 
         s = self.m_state

@@ -15,12 +15,16 @@ type is known (fact sheet ``torque_limits.motor_datasheet``). The parameters wer
 
 Physics (per motor, motor order = firmware order, ankle slots are motors A and B)::
 
-    I      = |tau_motor| / k_t                  k_t = rated_torque / rated_current_a      (output-side N·m/A)
+    I      = tau_motor / k_t                    k_t = rated_torque / rated_current_a      (output-side N·m/A)
     P      = I² · R                             R   = winding_resistance_ohm              (copper loss, W)
     T_ss   = ambient + R_th · P                 R_th = thermal_resistance_k_per_w
     dT/dt  = (T_ss − T) / time_constant_s
 
 so the steady-state rise at rated torque is ``R_th · R · rated_current_a²`` (1.0 · 0.35 · 11² = 42.4 K -> 67.4 °C).
+
+The torque constant ``k_t`` is the ONE assumed constant behind both the heating and the ``joint_current`` the SDK
+bridge reports (``motor_current``): a current reading is the motor torque through it, signed like the torque. It
+is an assumption (no published torque constants), so the reported current is approximate.
 It is integrated exactly for a piecewise-constant torque (``T += (T_ss − T)(1 − e^(−dt/τ))``), so it is stable for
 any step. Pure: no clock; the caller passes dt.
 """
@@ -77,6 +81,21 @@ class ThermalParams:
         return self.thermal_resistance_k_per_w * self.winding_resistance_ohm * self.rated_current_a**2
 
 
+def torque_constant(params: ThermalParams | None = None) -> np.ndarray:
+    """k_t (N·m/A, output side) of the motor in each firmware slot: rated torque / ``rated_current_a`` (ASSUMED)."""
+    p = params or ThermalParams()
+    k_t = motor_rated_torque(p.unknown_motor_rated_torque_nm) / p.rated_current_a
+    k_t.setflags(write=False)
+    return k_t
+
+
+def motor_current(tau_motor: ArrayLike, k_t: ArrayLike | None = None) -> np.ndarray:
+    """Each motor's current (A, signed like the torque) for motor-frame torques, through ``k_t`` (default: the
+    assumed ``torque_constant()``). No current loop, no no-load or friction current: torque over k_t."""
+    kt = torque_constant() if k_t is None else np.asarray(k_t, dtype=np.float64)
+    return np.asarray(tau_motor, dtype=np.float64) / kt
+
+
 def _joint_kind(sim_name: str) -> str:
     """``left_knee_joint`` -> ``knee``: the name the datasheet table uses for a joint's motor."""
     kind = sim_name.removesuffix("_joint")
@@ -113,8 +132,7 @@ class ThermalModel:
         self.params = params or ThermalParams()
         self.rated_torque = motor_rated_torque(self.params.unknown_motor_rated_torque_nm)
         self.rated_torque.setflags(write=False)
-        self.torque_constant = self.rated_torque / self.params.rated_current_a  # N·m/A, output side
-        self.torque_constant.setflags(write=False)
+        self.torque_constant = torque_constant(self.params)  # N·m/A, output side
         self._temp = np.full(NUM_JOINTS, self.params.ambient_c)
 
     @property
@@ -127,8 +145,8 @@ class ThermalModel:
         self._temp[:] = self.params.ambient_c if temperature_c is None else float(temperature_c)
 
     def current(self, tau_motor: ArrayLike) -> np.ndarray:
-        """Magnitude of each motor's current (A) for the given motor-frame torques."""
-        return np.abs(np.asarray(tau_motor, dtype=np.float64)) / self.torque_constant
+        """Each motor's current (A, signed) for the given motor-frame torques (``motor_current`` with this k_t)."""
+        return motor_current(tau_motor, self.torque_constant)
 
     def loss_w(self, tau_motor: ArrayLike) -> np.ndarray:
         """Copper loss (W) per motor."""
@@ -152,4 +170,4 @@ class ThermalModel:
         return self._temp.copy()
 
 
-__all__ = ["ThermalModel", "ThermalParams", "motor_rated_torque"]
+__all__ = ["ThermalModel", "ThermalParams", "motor_current", "motor_rated_torque", "torque_constant"]

@@ -3,8 +3,11 @@
 It steps physics, applies the latest motor command through the motor model, and publishes what the robot's
 sensors read (every step) plus ground truth and `/clock`. Two time modes:
 
-* real time: a loop thread paces physics to the wall clock and uses the latest motor command; a command-age
-  watchdog turns a stale command (its producer died or stalled) into pure damping;
+* real time: lockstep held back to the wall clock (`vasimov_plant.pacing`): a physics thread starts control
+  period k once the motor command answering tick k has arrived and the wall clock has reached the period's slot.
+  A machine that cannot keep up slows simulated time down (real-time factor < 1) instead of stepping a tick without
+  its answer; only when no answer has arrived for `answer_timeout` wall seconds (a participant is gone) does the
+  plant step on at wall pace under a command-age watchdog (the last command while fresh, then pure damping);
 * lockstep: after publishing control tick k the plant waits until the motor command answering tick k arrives, then
   applies it for the next `control_decimation` physics steps. A command published in answer to tick k therefore
   takes effect at physics step k*decimation and stays until step (k+1)*decimation; nothing depends on wall time.
@@ -17,6 +20,8 @@ import os
 import sys
 import threading
 import time
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +44,10 @@ from vasimov.ros.lockstep import writers_matched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import ros_session
-from vasimov_plant.physics import GroundTruth, PhysicsError, PlantCore, SensorReading
+from vasimov.supervisor import SUMMARY_TAG
+from vasimov_bridge.http_api import HttpError, parse_push
+from vasimov_plant.pacing import Pacer
+from vasimov_plant.physics import GroundTruth, MotorTargets, PhysicsError, PlantCore, SensorReading, validate_command
 
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
@@ -47,8 +55,13 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("seed", 0, "Seed for every random draw of the plant.", min=0, max=2**31 - 1),
     ParamSpec("viewer", False, "Open MuJoCo's passive viewer (needs a display)."),
     ParamSpec("gantry_height", 0.639, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
-    ParamSpec("command_timeout", 0.1, "Real time only: a motor command older than this (sim s) is replaced by "
-              "damping.", min=0.01, max=10.0),
+    ParamSpec("command_timeout", 0.1, "Real time only, once a participant is silent (answer_timeout): the last "
+              "motor command is used while younger than this (sim s), then replaced by damping.", min=0.01, max=10.0),
+    ParamSpec("answer_timeout", 1.0, "Real time only: wall seconds without any motor command after which the plant "
+              "stops waiting for each tick's answer and steps on at wall pace (a participant is gone).",
+              min=0.05, max=10.0),
+    ParamSpec("realtime_log_period", 10.0, "Real time only: wall seconds between log lines with the achieved "
+              "real-time factor, tick lateness and watchdog damps (0 = off).", min=0.0, max=3600.0),
     ParamSpec("watchdog_kd", 2.0, "Damping gain applied to every joint while the motor command is stale.",
               min=0.0, max=50.0),
     ParamSpec("standard_topics_decimation", 1, "Publish /joint_states, /imu and ground truth every N physics "
@@ -65,7 +78,18 @@ PARAMS: tuple[ParamSpec, ...] = (
 LOCKSTEP_NODES = frozenset({"edge", "policy"})  # the closed loop's participants (node names in the launch file)
 EXIT_PHYSICS_FAULT = 3
 EXIT_LOCKSTEP_STALL = 4
+EXIT_INTERNAL_FAULT = 5
+INTERNAL_FAULT_KIND = "internal_error"  # PlantFault.kind of an unexpected exception in one of the plant's threads
 
+
+@dataclass(frozen=True)
+class Answer:
+    """A validated motor command and the control tick it answers."""
+
+    tick: int
+    targets: MotorTargets
+    gantry_engaged: bool
+    gantry_lowering: bool
 
 
 @dataclass(frozen=True)
@@ -96,13 +120,15 @@ class PlantNode(Node):
         self.epoch = 0
         self.time_offset = 0.0  # keeps /clock monotonic across virtual restarts
         self.faulted = False
-        self.latest_cmd: MotorCommand | None = None
+        self.cond = threading.Condition(self.lock)  # the physics thread waits on it for tick k's answer
+        self.latest: Answer | None = None  # real time: the newest valid answer of this life
+        self.pacer: Pacer | None = None  # real time: created by start_realtime()
         self.awaiting_tick: int | None = None
         self.awaiting_since = 0.0
         self.stale_count = 0
         self.out_of_order = 0
-        self.rt_lateness: list[float] = []
-        self.rt_dropped = 0
+        self.rejected_commands = 0
+        self.rejected_sim_control = 0
 
         self.pub_clock = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.pub_state = self.create_publisher(PlantState, topics.PLANT_STATE, qos.STATE_STREAM)
@@ -210,10 +236,11 @@ class PlantNode(Node):
         self.pub_feet.publish(f)
 
     # -- commands ------------------------------------------------------------------------------------------------
-    def _apply(self, cmd: MotorCommand) -> None:
-        self.core.set_command(cmd.position, cmd.velocity, cmd.kp, cmd.kd, cmd.torque_ff)
-        if not cmd.gantry_engaged:
-            self.core.set_gantry(False)
+    def _apply(self, targets: MotorTargets, gantry_engaged: bool, gantry_lowering: bool) -> None:
+        t = targets
+        self.core.set_command(t.position, t.velocity, t.kp, t.kd, t.torque_ff)
+        if self.core.gantry_engaged or not gantry_engaged:  # a hook once off comes back only on restart
+            self.core.set_gantry(gantry_engaged, gantry_lowering)
 
     def _apply_damping(self) -> None:
         n = joints.NUM_JOINTS
@@ -223,9 +250,23 @@ class PlantNode(Node):
     def on_motor_command(self, msg: MotorCommand) -> None:
         if msg.epoch != self.epoch:
             return  # answers to the previous life of the robot
+        try:  # anyone on the graph can publish here: nothing unvalidated reaches physics (or a physics thread)
+            targets = validate_command(msg.position, msg.velocity, msg.kp, msg.kd, msg.torque_ff)
+        except ValueError as exc:
+            self.rejected_commands += 1
+            self.log_limited(f"rejected {str(exc).split()[0]}", f"motor command for tick {msg.tick} rejected "
+                                         f"({self.rejected_commands} so far): {exc}")
+            return
         if not self.lockstep:
-            with self.lock:
-                self.latest_cmd = msg
+            with self.cond:
+                if msg.epoch != self.epoch:
+                    return
+                if self.latest is None or msg.tick >= self.latest.tick:
+                    self.latest = Answer(int(msg.tick), targets, bool(msg.gantry_engaged),
+                                         bool(msg.gantry_lowering))
+                if self.pacer is not None:
+                    self.pacer.answer_arrived(time.monotonic())
+                self.cond.notify_all()
             return
         if self.awaiting_tick is None or msg.tick != self.awaiting_tick:
             self.out_of_order += 1
@@ -233,37 +274,49 @@ class PlantNode(Node):
                                       f"(waiting for {self.awaiting_tick})")
             return
         self.awaiting_tick = None
-        self._apply(msg)
+        self._apply(targets, msg.gantry_engaged, msg.gantry_lowering)
         self._advance_control_period()
 
     def on_sim_control(self, msg: SimControl) -> None:
-        with self.lock:
+        with self.cond:
             if msg.action == SimControl.ACTION_RESTART:
                 self.get_logger().info("virtual restart requested: back to boot state on the gantry")
                 self._restart()
+                self.cond.notify_all()
             elif msg.action == SimControl.ACTION_PUSH:
-                try:
-                    self.core.apply_push(msg.body, np.asarray(msg.force, dtype=float), float(msg.duration))
-                    self.get_logger().info(f"push {list(msg.force)} N on {msg.body} for {msg.duration} s")
+                try:  # the HTTP API's bounds, applied to every push whoever publishes it
+                    push = parse_push({"body": msg.body, "force": [float(f) for f in msg.force],
+                                       "duration": float(msg.duration)})
+                    self.core.apply_push(push.body, np.asarray(push.force, dtype=float), push.duration)
+                    self.get_logger().info(f"push {list(push.force)} N on {push.body} for {push.duration} s")
+                except HttpError as exc:
+                    self._reject_sim_control("push", f"push rejected: {exc.message}")
                 except (KeyError, ValueError) as exc:
-                    self.get_logger().error(f"push rejected: {exc}")
+                    self._reject_sim_control("push", f"push rejected: {exc}")
             elif msg.action == SimControl.ACTION_INJECT_FAULT:
                 self.get_logger().warning("injecting a non-finite physics state on request")
                 self.core.inject_non_finite()
             else:
-                self.get_logger().error(f"sim control rejected: unknown action {msg.action}")
+                self._reject_sim_control("action", f"sim control rejected: unknown action {msg.action}")
+
+    def _reject_sim_control(self, key: str, message: str) -> None:
+        self.rejected_sim_control += 1
+        self.log_limited(f"sim_control {key}", f"{message} ({self.rejected_sim_control} sim-control requests "
+                                                f"rejected so far)")
 
     def _restart(self) -> None:
         self.time_offset += self.core.time
         self.epoch += 1
         self.core.reset()
         self.faulted = False
-        self.latest_cmd = None
+        self.latest = None
         self._apply_damping()
+        self._publish_step(control_tick=True)  # the new life's tick 0, for the edge to answer
         if self.lockstep:
-            self._publish_step(control_tick=True)
             self.awaiting_tick = 0
             self.awaiting_since = time.monotonic()
+        elif self.pacer is not None:
+            self.pacer.reset_silence(time.monotonic())
 
     # -- stepping ------------------------------------------------------------------------------------------------
     def _advance_control_period(self) -> None:
@@ -346,52 +399,106 @@ class PlantNode(Node):
                 and writers_matched(self, [self.pub_state, self.pub_tick, self.pub_clock, self.pub_joints,
                                            self.pub_imu, self.pub_odom, self.pub_feet]))
 
+    def start_realtime(self) -> None:
+        """Create the pacer (before any answer can arrive) and publish tick 0."""
+        with self.cond:
+            self.pacer = Pacer(period_wall=self.control_period / self.p["realtime_factor"],
+                               period_sim=self.control_period, answer_timeout=self.p["answer_timeout"],
+                               now=time.monotonic())
+            self._publish_step(control_tick=True)
+
     def realtime_loop(self, stop: threading.Event) -> None:
-        """Pace physics to the wall clock; catch up at most a few control periods, then drop the backlog."""
-        period = self.control_period / self.p["realtime_factor"]
-        next_t = time.monotonic()
-        self._publish_step(control_tick=True)
+        self.guarded("physics thread", self._realtime_loop, stop)
+
+    def _realtime_loop(self, stop: threading.Event) -> None:
+        """Per control period: wait (bounded) for the answer to the current tick and for the wall clock, then step
+        (with the answer; without it only after `answer_timeout` of silence, under the watchdog)."""
+        pacer = self.pacer
+        assert pacer is not None, "start_realtime() first"
+        log_period = self.p["realtime_log_period"]
+        next_log = time.monotonic() + log_period
         while not stop.is_set() and self.exit_code is None:
-            next_t += period
-            delay = next_t - time.monotonic()
-            if delay > 0:
-                stop.wait(delay)
-            lateness = time.monotonic() - next_t
-            if lateness > 5 * period:
-                self.rt_dropped += int(lateness / period)  # fell far behind (suspended?): skip the backlog
-                next_t = time.monotonic()
-            self.rt_lateness.append(max(0.0, lateness))
-            with self.lock:
-                if self.faulted:
+            with self.cond:
+                if self.faulted:  # nothing to step until a virtual restart
+                    self.cond.wait(pacer.period_wall)
                     continue
-                self._watchdog()
+                while True:
+                    tick = self.core.step_count // self.decimation  # re-read: a restart may happen while waiting
+                    answered = self.latest is not None and self.latest.tick == tick
+                    left = pacer.release_at(answered) - time.monotonic()
+                    if left <= 0 or stop.is_set():
+                        break
+                    self.cond.wait(left)
+                if stop.is_set():
+                    return
+                pacer.started(time.monotonic(), answered)
+                if answered:
+                    self._apply(self.latest.targets, self.latest.gantry_engaged, self.latest.gantry_lowering)
+                else:
+                    self._watchdog(tick)
                 try:
                     self._advance_control_period()
                 except Exception:
                     if not self.context.ok():
                         return  # Ctrl-C shut the context down under us: a normal stop, not a failure
                     raise
+            now = time.monotonic()
+            if log_period > 0 and now >= next_log:
+                next_log = now + log_period
+                self.get_logger().info(f"real time, last {log_period:g} s: {pacer.take_window(now).describe()}; "
+                                       f"{self.stale_count} stale-command damps, {self.rejected_commands} "
+                                       f"rejected motor commands in all")
 
     def realtime_stats(self) -> dict[str, float]:
-        late = np.array(self.rt_lateness[-100_000:]) * 1e3 if self.rt_lateness else np.zeros(1)
-        return {"ticks": len(self.rt_lateness), "dropped": self.rt_dropped, "stale_commands": self.stale_count,
-                "p50_ms": float(np.percentile(late, 50)), "p99_ms": float(np.percentile(late, 99)),
-                "max_ms": float(late.max())}
+        w = self.pacer.summary(time.monotonic())
+        p50, p99, mx = w.lateness_ms
+        return {"ticks": w.ticks, "rtf": round(w.rtf, 4), "sim_s": round(w.sim_s, 3), "wall_s": round(w.wall_s, 3),
+                "late_ticks": w.late_ticks, "unanswered": w.unanswered, "slipped_s": round(self.pacer.slipped_s, 3),
+                "stale_commands": self.stale_count, "rejected_commands": self.rejected_commands,
+                "rejected_sim_control": self.rejected_sim_control,
+                "p50_ms": p50, "p99_ms": p99, "max_ms": mx}
 
-    def _watchdog(self) -> None:
-        cmd = self.latest_cmd
-        tick = self.core.step_count // self.decimation
-        if cmd is None:
+    def _watchdog(self, tick: int) -> None:
+        """A tick stepped without its answer (a participant silent for answer_timeout): the last command while it
+        is younger than command_timeout, then pure damping."""
+        last = self.latest
+        if last is None:
             self._apply_damping()
             return
-        age = (tick - cmd.tick) * self.control_period
+        age = (tick - last.tick) * self.control_period
         if age > self.p["command_timeout"]:
             self.stale_count += 1
             self._apply_damping()
             self.log_limited("stale", f"motor command is {age:.3f} s old (limit {self.p['command_timeout']} s): "
                                       "damping all joints")
         else:
-            self._apply(cmd)
+            self._apply(last.targets, last.gantry_engaged, last.gantry_lowering)
+
+    # -- faults of the plant itself --------------------------------------------------------------------------------
+    def guarded(self, where: str, fn: Callable[..., None], *args: object) -> None:
+        """Run a long-lived loop so that an unexpected exception never leaves a silently dead thread: it becomes a
+        typed fault (published, logged) and a non-zero exit, which stops the graph under `vasimov up`."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            if not self.context.ok():
+                return  # shutting down: rclpy raises from publishers whose context is gone
+            self.internal_fault(where, exc)
+
+    def internal_fault(self, where: str, exc: BaseException) -> None:
+        text = f"{where}: {type(exc).__name__}: {exc}"
+        self.get_logger().error(f"internal error in the {text}; stopping the plant\n"
+                                f"{''.join(traceback.format_exception(exc)).rstrip()}")
+        try:
+            msg = PlantFault()
+            to_stamp(self.sim_time(), msg.stamp)
+            msg.step = self.core.step_count
+            msg.kind = INTERNAL_FAULT_KIND
+            msg.message = text
+            self.pub_fault.publish(msg)
+        except Exception as pub_exc:  # the exit code still reports the fault
+            self.get_logger().error(f"could not publish the internal fault: {pub_exc}")
+        self.exit_code = EXIT_INTERNAL_FAULT
 
     # -- viewer --------------------------------------------------------------------------------------------------
     def _open_viewer(self):
@@ -413,52 +520,62 @@ class PlantNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    with ros_session(args) as stop:  # Ctrl-C/SIGTERM set `stop`, which also ends the physics thread
-        return _run(stop)
-
-
-def _run(stop: threading.Event) -> int:
-    node = None
-    code = 0
-    try:
-        node = PlantNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        if node.lockstep:
-            while not stop.is_set() and not node.participants_ready():
-                executor.spin_once(timeout_sec=0.05)
-            node.get_logger().info("lockstep: all participants matched; starting")
-            node.start_lockstep()
-            while not stop.is_set() and node.exit_code is None:
-                executor.spin_once(timeout_sec=0.5)
-                if node.lockstep_stalled():
-                    node.get_logger().error(
-                        f"lockstep: no motor command for tick {node.awaiting_tick} within "
-                        f"{node.p['lockstep_timeout']} s; a participant died or stalled")
-                    node.exit_code = EXIT_LOCKSTEP_STALL
-        else:
-            loop = threading.Thread(target=node.realtime_loop, args=(stop,), name="physics", daemon=True)
-            loop.start()
-            try:
-                while not stop.is_set() and node.exit_code is None:
-                    executor.spin_once(timeout_sec=0.1)
-            finally:
-                stop.set()
-                loop.join(timeout=5.0)
-                print(f"plant: realtime stats: {json.dumps(node.realtime_stats())}", flush=True)
-        code = node.exit_code or 0
-        if node.exit_code is not None:
-            node.flush_publishers(timeout=5.0)
-    except ExternalShutdownException:
+    with ros_session(args) as stop:  # Ctrl-C/SIGTERM (any number) set `stop`, which also ends the physics thread
+        node = None
         code = 0
-    except ValueError as exc:
-        print(f"plant: configuration error: {exc}", file=sys.stderr)
-        code = 2
+        try:
+            try:
+                node = PlantNode()
+            except ValueError as exc:
+                print(f"plant: configuration error: {exc}", file=sys.stderr)
+                return 2
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            node.guarded("executor thread", _spin, node, executor, stop)
+            code = node.exit_code or 0
+            if node.exit_code is not None:
+                node.flush_publishers(timeout=5.0)
+        except ExternalShutdownException:
+            code = 0
+        finally:
+            stop.set()
+            if node is not None:
+                node.destroy_node()
+    return code
+
+
+def _spin(node: PlantNode, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
+    if node.lockstep:
+        while not stop.is_set() and not node.participants_ready():
+            executor.spin_once(timeout_sec=0.05)
+        node.get_logger().info("lockstep: all participants matched; starting")
+        node.start_lockstep()
+        while not stop.is_set() and node.exit_code is None:
+            executor.spin_once(timeout_sec=0.5)
+            if node.lockstep_stalled():
+                node.get_logger().error(
+                    f"lockstep: no motor command for tick {node.awaiting_tick} within "
+                    f"{node.p['lockstep_timeout']} s; a participant died or stalled")
+                node.exit_code = EXIT_LOCKSTEP_STALL
+        return
+    node.start_realtime()
+    loop = threading.Thread(target=node.realtime_loop, args=(stop,), name="physics", daemon=True)
+    loop.start()
+    try:
+        while not stop.is_set() and node.exit_code is None:
+            executor.spin_once(timeout_sec=0.1)
     finally:
         stop.set()
-        if node is not None:
-            node.destroy_node()
-    return code
+        with node.cond:
+            node.cond.notify_all()
+        loop.join(timeout=5.0)
+        stats = node.realtime_stats()
+        print(f"plant: realtime stats: {json.dumps(stats)}", flush=True)
+        print(f"{SUMMARY_TAG}real time: real-time factor {stats['rtf']:.3f} ({stats['sim_s']:.1f} s simulated in "
+              f"{stats['wall_s']:.1f} s), control-tick lateness p50 {stats['p50_ms']:.2f} ms p99 "
+              f"{stats['p99_ms']:.2f} ms max {stats['max_ms']:.2f} ms, {stats['late_ticks']} ticks late > 1 period, "
+              f"{stats['unanswered']} without answer, {stats['stale_commands']} stale-command damps, "
+              f"{stats['rejected_commands']} motor commands rejected", flush=True)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,10 @@ from vasimov_plant.motor_model import default_motor_model
 # Any |qvel| entry above this (rad/s or m/s) is treated as divergence: the fastest Asimov 1 motor peaks at
 # 12.57 rad/s, so 200 is far outside anything the robot can do yet far below where MuJoCo itself gives up (1e10).
 DEFAULT_MAX_SPEED = 200.0
+# m/s the gantry hook comes down at most while the robot stands up on it. The feet need ~8 mm at the start (straight
+# limp legs) and ~12 mm/s while the STAND ramp bends the knees; 0.1 m/s follows that with room, and is still slow
+# enough that the hook never sets the robot down harder than a crane operator would.
+GANTRY_LOWER_RATE = 0.1
 _RANGE_TOL = 1e-9
 _WARNING_NAMES = {int(v): name for name, v in mujoco.mjtWarning.__members__.items() if name != "mjNWARNING"}
 
@@ -187,6 +191,33 @@ def _vector(name: str, value: ArrayLike, n: int = NUM_JOINTS) -> NDArray[np.floa
     return arr
 
 
+@dataclass(frozen=True)
+class MotorTargets:
+    """A validated joint-space motor command (25-vectors, joint-index order): finite, gains >= 0."""
+
+    position: NDArray[np.float64]
+    velocity: NDArray[np.float64]
+    kp: NDArray[np.float64]
+    kd: NDArray[np.float64]
+    torque_ff: NDArray[np.float64]
+
+
+def validate_command(position: ArrayLike, velocity: ArrayLike, kp: ArrayLike, kd: ArrayLike,
+                     torque_ff: ArrayLike) -> MotorTargets:
+    """The one rule for a motor command the plant accepts: five finite 25-vectors, ``kp`` and ``kd`` >= 0.
+
+    Raises ``ValueError`` naming the field and the joints. ``PlantCore.set_command`` applies it; the plant node
+    applies it to every message it receives, before anything reaches physics (a message can come from anyone on
+    the graph).
+    """
+    t = MotorTargets(_vector("position", position), _vector("velocity", velocity), _vector("kp", kp),
+                     _vector("kd", kd), _vector("torque_ff", torque_ff))
+    for name, g in (("kp", t.kp), ("kd", t.kd)):
+        if (g < 0.0).any():
+            raise ValueError(f"{name} must be >= 0; negative at {[SIM_NAMES[i] for i in np.flatnonzero(g < 0)]}")
+    return t
+
+
 class PlantCore:
     """Asimov 1 in MuJoCo: boots limp on a virtual gantry, steps at the model timestep, reports sensors and truth.
 
@@ -234,6 +265,11 @@ class PlantCore:
         self._warn_base = np.zeros_like(self.data.warning.number)
         self._faulted: PhysicsError | None = None
         self._step_count = 0
+        self._gantry_lowering = False
+        feet = np.flatnonzero(self.index.geom_foot_side > 0)
+        if not np.all(self.model.geom_type[feet] == mujoco.mjtGeom.mjGEOM_SPHERE):
+            raise ValueError("the foot contact geoms must be spheres (the gantry lowers the robot onto them)")
+        self._foot_geoms = feet
         self.reset()
 
     # -- properties ----------------------------------------------------------------------------------------------
@@ -296,6 +332,7 @@ class PlantCore:
         self._cmd_ff[:] = 0.0
         self._pushes.clear()
         self._foot_force[:] = 0.0
+        self._gantry_lowering = False
         self._faulted = None
         self._step_count = 0
         mujoco.mj_forward(m, d)
@@ -311,28 +348,26 @@ class PlantCore:
     ) -> None:
         """Latch a joint-space command (25-vectors, joint-index order) used by every step until the next one.
 
-        Commands are validated here, at the edge: a non-finite entry or a negative gain is a caller bug and raises
-        ``ValueError`` naming the joints, rather than surfacing later as a divergence.
+        Commands are validated here, at the edge (``validate_command``): a non-finite entry or a negative gain is a
+        caller bug and raises ``ValueError`` naming the joints, rather than surfacing later as a divergence.
         """
-        pos = _vector("position", position)
-        vel = _vector("velocity", velocity)
-        gp = _vector("kp", kp)
-        gd = _vector("kd", kd)
-        ff = _vector("torque_ff", torque_ff)
-        for name, g in (("kp", gp), ("kd", gd)):
-            if (g < 0.0).any():
-                raise ValueError(f"{name} must be >= 0; negative at {[SIM_NAMES[i] for i in np.flatnonzero(g < 0)]}")
-        np.copyto(self._cmd_pos, pos)
-        np.copyto(self._cmd_vel, vel)
-        np.copyto(self._cmd_kp, gp)
-        np.copyto(self._cmd_kd, gd)
-        np.copyto(self._cmd_ff, ff)
+        t = validate_command(position, velocity, kp, kd, torque_ff)
+        np.copyto(self._cmd_pos, t.position)
+        np.copyto(self._cmd_vel, t.velocity)
+        np.copyto(self._cmd_kp, t.kp)
+        np.copyto(self._cmd_kd, t.kd)
+        np.copyto(self._cmd_ff, t.torque_ff)
 
-    def set_gantry(self, engaged: bool) -> None:
-        """Release the boot gantry (``engaged=False``). Re-engaging is only possible through ``reset()``.
+    def set_gantry(self, engaged: bool, lowering: bool = False) -> None:
+        """Set the boot gantry: ``engaged=False`` takes it off; re-engaging is only possible through ``reset()``.
+
+        While engaged, the hook holds the pelvis upright. With ``lowering`` it also comes down (at most
+        ``GANTRY_LOWER_RATE``) until the lowest foot sphere touches the floor, and follows the feet down while the
+        legs stand up, so a standing-up robot hangs "with both feet on the floor" and the hook carries only what the
+        legs do not; without it, the hook stays at its height (a limp robot hangs where it is). It never rises.
 
         Re-welding a robot that has moved would yank it back across the world in one step, which no real gantry
-        does; asking for it raises ``RuntimeError``. Engaging an engaged gantry is a no-op.
+        does; asking for it raises ``RuntimeError``. Engaging an engaged gantry only sets ``lowering``.
         """
         g = self.index.gantry_eq
         if g < 0:
@@ -342,10 +377,26 @@ class PlantCore:
         if engaged:
             if not self.data.eq_active[g]:
                 raise RuntimeError("the gantry re-engages only on reset()")
+            self._gantry_lowering = bool(lowering)
             return
+        self._gantry_lowering = False
         if self.data.eq_active[g]:
             self.data.eq_active[g] = 0
             mujoco.mj_forward(self.model, self.data)  # drop the weld from the already-assembled constraints
+
+    @property
+    def gantry_hook_height(self) -> float:
+        """Height (m, world) at which the engaged gantry holds the pelvis origin."""
+        g = self.index.gantry_eq
+        return float(self.model.eq_data[g, 5]) if g >= 0 else math.nan
+
+    def _lower_gantry(self) -> None:
+        """One step of the hook coming down: toward the height where the lowest foot sphere touches the floor."""
+        m, d, g = self.model, self.data, self.index.gantry_eq
+        feet = self._foot_geoms
+        clearance = float(np.min(d.geom_xpos[feet, 2] - m.geom_size[feet, 0]))
+        if clearance > 0.0:
+            m.eq_data[g, 5] -= min(clearance, GANTRY_LOWER_RATE * self.dt)
 
     def apply_push(self, body: str, force_world: ArrayLike, duration: float) -> None:
         """Apply ``force_world`` (N, world frame, at the body's centre of mass) for ``duration`` sim seconds.
@@ -385,6 +436,8 @@ class PlantCore:
         self._collect_foot_forces()
         mujoco.mj_step1(m, d)
         self._step_count += 1
+        if self._gantry_lowering and d.eq_active[ix.gantry_eq]:
+            self._lower_gantry()
         if self._pushes:
             self._count_down_pushes()
         self._check()

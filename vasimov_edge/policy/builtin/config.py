@@ -22,6 +22,9 @@ class ControllerConfig:
     pelvis_height: float = 0.615
     stand_pelvis_height: float = 0.615  # m; standing (measured: 0.62 loses the 80 N front push)
     height_rate: float = 0.03  # m/s; pelvis height changes at most this fast
+    # s over which arms, waist and neck move from the pose held when MOVE begins to the stand pose (MOVE may start
+    # mid STAND ramp, with the arms still far from it)
+    takeover_time: float = 1.0
     # m the pelvis rises in the middle of single support: the stance leg straightens while the swing leg passes
     # under the hip, where a flat foot has the least room (measured: helps the 0.3 m/s gait keep its toes clear)
     single_support_rise: float = 0.01

@@ -167,6 +167,9 @@ class BuiltinController:
         )
         self._p2j = joints.POLICY_TO_JOINT
         self._leg = {s: list(self.kin.legs[s].joint) for s in SIDES}
+        self._leg_mask = np.zeros(joints.NUM_JOINTS, dtype=bool)
+        for s in SIDES:
+            self._leg_mask[self._leg[s]] = True
         self._shoulder = {s: joints.joint_index(f"{s}_shoulder_pitch_joint") for s in SIDES}
         self._waist = joints.joint_index(_WAIST)
         self._kp0, self._kd0 = self._gain_tables()
@@ -218,6 +221,8 @@ class BuiltinController:
         """Forget the gait; the next active tick re-anchors odometry on the measured stance."""
         self._initialized = False
         self._preview_reset = True
+        self._takeover_q = joints.DEFAULT_POS.copy()
+        self._takeover_tick = 10**6
         self.mode = Mode.STAND
         self.feet: dict[str, FootPose] = {}
         self.stance = "left"
@@ -259,8 +264,14 @@ class BuiltinController:
         """One 50 Hz tick: estimate, gait logic, preview, IK, motor commands."""
         t0 = time.perf_counter()
         if not inp.active:
+            # The firmware may use this very output on the tick it enters MOVE (its decision comes after this
+            # answer), so it must be safe to apply from whatever pose the robot is in -- mid STAND ramp included:
+            # hold the measured pose rather than jump to the stand pose.
             self.reset()
-            out = self._output(joints.DEFAULT_POS.copy(), np.zeros(joints.NUM_JOINTS), self._kp0, self._kd0)
+            q_hold = np.asarray(inp.q, dtype=np.float64)
+            if q_hold.shape != (joints.NUM_JOINTS,) or not np.all(np.isfinite(q_hold)):
+                q_hold = joints.DEFAULT_POS
+            out = self._output(q_hold.copy(), np.zeros(joints.NUM_JOINTS), self._kp0, self._kd0)
             self.telemetry.compute_s = time.perf_counter() - t0
             return out
         cfg = self.cfg
@@ -368,7 +379,11 @@ class BuiltinController:
             self.feet[s] = FootPose(pos, float(math.atan2(Rs[1, 0], Rs[0, 0])))
         self._height = -min(sole[s][0][2] for s in SIDES)
         self.heading = yaw
+        # legs seeded from the measured pose (the IK warm start); arms, waist and neck are set every tick to what
+        # they are commanded to (_whole_body_ik), so the IK model's COM is the body's, not the takeover pose's
         self.kin.ik_set_posture(q)
+        self._takeover_q = q.copy()
+        self._takeover_tick = 0
         self._initialized = True
         self._preview_reset = True
 
@@ -826,6 +841,8 @@ class BuiltinController:
         """
         cfg = self.cfg
         kin = self.kin
+        q_des = self._upper_body_posture()
+        kin.ik_set_posture(np.where(self._leg_mask, kin.ik.qpos[kin.joint_qpos], q_des))
         goal = cfg.pelvis_height if self.mode is Mode.WALK else cfg.stand_pelvis_height
         step = cfg.height_rate * cfg.control_dt
         self._height = float(np.clip(goal, self._height - step, self._height + step))
@@ -862,7 +879,6 @@ class BuiltinController:
         self._swing_q = None
         for s in points:
             self._swing_q = (s, sol[s].copy(), self._swing_ahead(s, R_cmd, pel, weights, points))
-        q_des = joints.DEFAULT_POS.copy()
         for s in SIDES:
             q_des[self._leg[s]] = sol[s]
         if self.mode is Mode.WALK and (cfg.arm_swing or cfg.waist_swing):
@@ -874,6 +890,20 @@ class BuiltinController:
                 q_des[self._shoulder[s]] += cfg.arm_swing * d
             q_des[self._waist] += cfg.waist_swing * d
         return q_des
+
+    def _upper_body_posture(self) -> Vec:
+        """Arms, waist and neck: the stand pose, reached from the pose held at takeover over ``takeover_time``.
+
+        MOVE may begin anywhere in the firmware's STAND ramp (the SDK arms 0.5 s into a 2 s ramp); jumping the arms
+        to the stand pose in one tick would throw the body while the legs are still settling.
+        """
+        q = joints.DEFAULT_POS.copy()
+        n = max(1, round(self.cfg.takeover_time / self.cfg.control_dt))
+        if self._takeover_tick < n:
+            self._takeover_tick += 1
+            a = _min_jerk(self._takeover_tick / n)
+            q += (1.0 - a) * (self._takeover_q - q)
+        return q
 
     def _swing_ahead(self, side: str, R_cmd: Vec, pel: Vec, weights: dict[str, Vec], points: dict[str, Vec]) -> Vec:
         """Swing-leg angles one tick further along the swing (for the rate feed-forward); the IK state is restored."""

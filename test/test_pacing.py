@@ -1,0 +1,109 @@
+"""The real-time pacer (vasimov_plant.pacing): wall-clock schedule plus lockstep answers, on a simulated clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from vasimov_plant.pacing import Pacer
+
+P = 0.02  # control period, wall = sim (real-time factor 1)
+
+
+def _pacer(now: float = 0.0, **kw) -> Pacer:
+    return Pacer(period_wall=P, period_sim=P, answer_timeout=kw.pop("answer_timeout", 0.5), now=now, **kw)
+
+
+def _run(pacer: Pacer, answer_delays: list[float], t: float = 0.0) -> float:
+    """Drive the pacer as the physics thread does: tick k is published at t, its answer arrives `delay` later;
+    the tick starts at max(answer, slot). Returns the wall time after the last tick."""
+    for delay in answer_delays:
+        answer_at = t + delay
+        t = max(answer_at, pacer.release_at(answered=True))
+        pacer.answer_arrived(answer_at)
+        pacer.started(t, answered=True)
+    return t
+
+
+def test_never_runs_ahead_of_the_wall_clock():
+    p = _pacer()
+    assert p.release_at(answered=True) == pytest.approx(P)
+    p.answer_arrived(0.001)
+    p.started(P, answered=True)
+    assert p.release_at(answered=True) == pytest.approx(2 * P)  # an instant answer still waits for the slot
+
+
+def test_fast_answers_give_real_time_factor_one_and_zero_lateness():
+    p = _pacer()
+    t = _run(p, [0.002] * 500)
+    s = p.summary(t)
+    assert s.ticks == 500 and s.unanswered == 0 and s.late_ticks == 0
+    assert s.rtf == pytest.approx(1.0, rel=1e-3)  # the totals start at the first answer, 2 ms into the first period
+    assert s.lateness_ms == (0.0, 0.0, 0.0)
+
+
+def test_a_short_hiccup_is_caught_up_with_every_tick_answered():
+    p = _pacer()
+    t = _run(p, [0.002] * 100 + [0.2] + [0.002] * 100)  # one answer 200 ms late: 10 periods behind
+    s = p.summary(t)
+    assert s.unanswered == 0 and p.slipped_s == 0.0
+    assert s.late_ticks >= 1
+    assert s.rtf == pytest.approx(1.0, rel=1e-3)  # back on schedule: no simulated time lost
+
+
+def test_a_machine_that_cannot_keep_up_slows_simulated_time_instead_of_missing_answers():
+    p = _pacer()
+    t = _run(p, [0.03] * 1000)  # every answer takes 1.5 control periods
+    s = p.summary(t)
+    assert s.unanswered == 0
+    assert s.rtf == pytest.approx(P / 0.03, rel=0.02)  # ~0.67
+    assert p.slipped_s > 0
+    # the schedule is reset rather than letting the backlog grow: lateness stays bounded by the backlog
+    assert s.lateness_ms[2] <= (p.max_backlog_s + 2 * P) * 1e3
+
+
+def test_a_silent_participant_is_waited_for_answer_timeout_then_stepped_at_wall_pace():
+    p = _pacer(answer_timeout=0.5)
+    p.answer_arrived(0.0)
+    assert p.release_at(answered=False) == pytest.approx(0.5)  # waits, bounded
+    t = 0.5
+    p.started(t, answered=False)
+    # still silent: no more waiting beyond the slot (the watchdog damps; the stream keeps flowing)
+    for _ in range(10):
+        t = p.release_at(answered=False)
+        p.started(t, answered=False)
+    assert p.summary(t).unanswered == 11
+    assert p.release_at(answered=False) == pytest.approx(p.slot)
+    # answers resume: waiting resumes
+    p.answer_arrived(t)
+    assert p.release_at(answered=False) == pytest.approx(t + 0.5)
+
+
+def test_windows_report_their_own_ticks_and_rate():
+    p = _pacer()
+    t = _run(p, [0.002] * 50)
+    w1 = p.take_window(t)
+    t = _run(p, [0.002] * 25, t)
+    w2 = p.take_window(t)
+    assert (w1.ticks, w2.ticks) == (50, 25)
+    assert w2.rtf == pytest.approx(1.0, rel=0.05)
+    assert "real-time factor" in w2.describe()
+
+
+def test_restart_gives_a_fresh_answer_timeout():
+    p = _pacer(answer_timeout=0.5)
+    p.reset_silence(3.0)
+    assert p.release_at(answered=False) == pytest.approx(3.5)
+
+
+def test_rejects_nonsense_configuration():
+    with pytest.raises(ValueError):
+        Pacer(period_wall=0.0, period_sim=P, answer_timeout=0.5, now=0.0)
+
+
+def test_the_run_totals_start_when_the_loop_closes():
+    p = _pacer(answer_timeout=0.5)
+    t = p.release_at(answered=False)  # nobody answers tick 0 (nodes still starting): a bounded wait
+    p.started(t, answered=False)
+    _run(p, [0.002] * 10, t)
+    s = p.summary(t + 10 * P)
+    assert s.ticks == 10 and s.unanswered == 0 and s.late_ticks == 0
