@@ -12,7 +12,6 @@ README's "On a ROS 2 install" block, read from the README itself.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shlex
@@ -154,7 +153,7 @@ class Launched:
 
     def __init__(self, ws: Workspace, command: str, domain: int) -> None:
         self.ws, self.domain = ws, domain
-        self.zombies_before = zombie_shm_segments()
+        self.segments: set[str] = set()
         self.log_path = ws.path.parent / f"launch-{domain}-{time.monotonic_ns()}.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(["bash", "-c", f"source install/setup.bash && exec {command}"], cwd=ws.path,
@@ -180,6 +179,7 @@ class Launched:
         wait_for(up, timeout, f"the launched graph (domain {self.domain}) to report ready")
 
     def interrupt(self, sig: int = signal.SIGINT) -> None:
+        self.segments |= mapped_segments([self.proc.pid, *self.node_pids().values()])
         os.killpg(self.proc.pid, sig)
 
     def wait(self, timeout: float = 40.0) -> int:
@@ -208,24 +208,23 @@ class Launched:
             assert re.search(rf"\[INFO\] \[{exe}-\d+\]: process has finished cleanly", text), \
                 f"{exe} did not finish cleanly:\n{text[-6000:]}"
         wait_for(lambda: not [p for p in pids.values() if pid_alive(p)], 10.0, "every node process to be gone")
-        left = zombie_shm_segments() - self.zombies_before
-        assert not left, f"Fast DDS segments of ended processes left in /dev/shm: {sorted(left)}"
+        assert self.segments, "no Fast DDS segment seen mapped by the graph's processes"
+        left = sorted(s for s in self.segments if (Path("/dev/shm") / s).exists())
+        assert not left, f"Fast DDS segments of the ended graph left in /dev/shm: {left}"
 
 
-def zombie_shm_segments() -> set[str]:
-    """Fast DDS participant segments whose owner is gone (the rule of `fastdds shm clean`: a live participant holds
-    the flock of its segment's `_el` file). A process that ends cleanly leaves none; one killed hard leaves its own."""
+def mapped_segments(pids: list[int]) -> set[str]:
+    """The Fast DDS participant segments these processes have mapped (each participant owns one, named by 16
+    characters): what they must remove when they end cleanly. Port segments are shared by every participant of a
+    port and outlive them by design, and other runs on the machine may leave segments (killed on purpose): neither
+    is counted."""
     out = set()
-    for f in Path("/dev/shm").glob("fastdds_*_el"):
-        if not re.fullmatch(r"fastdds_[0-9a-z]{16}_el", f.name):
-            continue
-        try:
-            with f.open("ab") as fd:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            out.add(f.name)
-        except OSError:
-            pass  # locked: in use
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                m = re.search(r"/dev/shm/(fastdds_[0-9a-z]{16})$", line)
+                if m:
+                    out.add(m.group(1))
     return out
 
 
