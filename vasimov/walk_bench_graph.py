@@ -15,8 +15,9 @@ What differs from the single-process bench, on purpose and measured:
   (``RobotState.timestamp_us``), not on wall sleeps, so lockstep (faster than real time) and real time run the same
   schedule. A command still reaches the firmware some wall milliseconds after its due time (the bridge batches the
   lockstep stream in 5 ms, then UDP, the arbiter and the next tick): in lockstep those milliseconds are multiplied by
-  the real-time factor. The command's lateness as the client sees it (state time at send minus due time) is
-  reported; the firmware applies it one tick or more later still.
+  the real-time factor. The command's lateness as the client sees it (newest simulated time it knows, from the
+  state stream or a truth sample, at the send, minus the due time) is reported; the firmware applies it one tick or
+  more later still.
 * The scenario clock starts on a ground-truth sample (its ``sim_time``) taken ``SETTLE_TIME`` after the firmware
   reported MOVE; the end pose is interpolated between the two truth samples around the scenario's end time.
 * Fall and minimum-height checks run on polled truth samples (every ``TRUTH_PERIOD`` of wall time), not on every
@@ -95,8 +96,8 @@ class GraphRun:
     max_rtf: float  # largest over 0.5 s wall windows: sets the SDK keepalive's spacing in simulated time
     keepalive_gap_sim: float  # 0.1 s wall x max_rtf: the longest simulated gap between held-velocity packets
     velocity_timeouts: int  # firmware counter; 0 means the keepalive always beat the 2 s watchdog
-    command_lateness_ms: list[float]  # per command change: state time at send minus due time, simulated ms
-    push_lateness_ms: list[float]  # per push: truth time at the HTTP answer minus due time, simulated ms
+    command_lateness_ms: list[float]  # per command change: newest known sim time at send minus due time, ms
+    push_lateness_ms: list[float]  # per push: newest known sim time at the request minus due time, ms
     truth_samples: int
     boot_wall_s: float  # `vasimov up` to the first state at the SDK
     extras: dict[str, Any] = field(default_factory=dict)
@@ -356,6 +357,23 @@ def _connect(deadline: float, graph: Graph) -> Any:
     raise GraphBenchError(f"the SDK could not connect to the graph: {last}")
 
 
+def _wait_firmware_armed(api: TwinHttp, graph: Graph, timeout: float = 30.0) -> None:
+    """Wait (wall-bounded) until the firmware itself reports armed.
+
+    The SDK's arming mirror counts 0.5 s of *wall* time of upright STAND samples; the firmware counts 0.5 s of
+    simulated time. When the graph runs slower than real time (lockstep or real time on a loaded machine), ``stand()``
+    returns before the firmware has armed, and the single zero ``balance()`` sends is ignored in unarmed STAND (as on
+    the robot), so ``balance()`` times out. The single-process bench sends balance the tick the firmware arms; this is
+    the same moment seen through the twin's HTTP API."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and graph.alive():
+        status, body = api.request("GET", "/api/sim/firmware")
+        if status == 200 and body.get("armed"):
+            return
+        time.sleep(0.01)
+    raise GraphBenchError("the firmware did not report armed after stand()")
+
+
 def run_graph_scenario(scenario: Scenario, *, realtime: bool = False, domain: int = 1, policy: str | None = None,
                        seed: int = 0, settle_time: float = SETTLE_TIME) -> GraphRun:
     """Boot a fresh graph, drive one scenario through the SDK and the HTTP API, score it, stop the graph."""
@@ -385,6 +403,7 @@ def run_graph_scenario(scenario: Scenario, *, realtime: bool = False, domain: in
         boot_wall = time.monotonic() - wall0
         graph.remember_nodes()
         robot.stand(timeout=30.0)  # wall seconds; the STAND ramp arms after 0.5 s of simulated time
+        _wait_firmware_armed(http_api, graph)
         robot.balance(timeout=30.0)
         if clock.move_at is None:
             raise GraphBenchError("balance() returned but no MOVE sample was seen")
@@ -449,7 +468,7 @@ def _drive(scenario: Scenario, robot: Any, api: TwinHttp, clock: SimClock, graph
                 cmd = tuple(float(v) for v in commands[next_cmd][1:])
             if cmd != last_cmd:
                 robot.set_velocity(*cmd, wait=False)  # held: re-sent every 0.1 s wall by the SDK
-                cmd_late.append((clock.t - t0 - commands[next_cmd][0]) * 1e3)
+                cmd_late.append((now - commands[next_cmd][0]) * 1e3)
                 last_cmd = cmd  # type: ignore[assignment]
             next_cmd += 1
         while next_push < len(pushes) and pushes[next_push].t <= now + 1e-9:
@@ -458,7 +477,7 @@ def _drive(scenario: Scenario, robot: Any, api: TwinHttp, clock: SimClock, graph
                                     {"body": p.body, "force": list(p.force), "duration": p.duration})
             if status != 202:
                 raise GraphBenchError(f"push refused: HTTP {status}")
-            push_late.append((clock.t - t0 - p.t) * 1e3)
+            push_late.append((now - p.t) * 1e3)
             next_push += 1
         near = (end_t - now - t0 < END_WINDOW
                 or any(0.0 <= p.t - now < END_WINDOW for p in pushes[next_push:])
@@ -488,11 +507,15 @@ def _drive(scenario: Scenario, robot: Any, api: TwinHttp, clock: SimClock, graph
 
 def agreement_scenarios() -> dict[str, Scenario]:
     """Short cuts of two standard scenarios (a 3 s forward walk at 0.3 m/s, 2 s of balance) on which the graph path
-    is compared with the single-process bench (test/test_walk_bench_graph.py, bench/walk_graph_agreement.py)."""
+    is compared with the single-process bench (test/test_walk_bench_graph.py, bench/walk_graph_agreement.py). The
+    gait takes ~1.5 s to reach speed, so the forward cut needs 0.4 m rather than 80 % of 0.9 m; compute time is not
+    what they compare (and not measured on the graph path), so it is not a criterion."""
     std = standard_scenarios()
     fwd = dataclasses.replace(std["forward_0.3"], name="forward_0.3_3s", duration=3.0,
-                              criteria=Criteria(min_along=0.8 * 0.3 * 3.0, max_abs_lateral=0.3, max_abs_heading=0.2))
-    bal = dataclasses.replace(std["balance_60s"], name="balance_2s", duration=2.0)
+                              criteria=Criteria(min_along=0.4, max_abs_lateral=0.3, max_abs_heading=0.2,
+                                                max_compute_p99=None))
+    bal = dataclasses.replace(std["balance_60s"], name="balance_2s", duration=2.0,
+                              criteria=Criteria(max_drift=0.10, max_compute_p99=None))
     return {fwd.name: fwd, bal.name: bal}
 
 
