@@ -426,6 +426,9 @@ def run_graph_scenario(scenario: Scenario, *, realtime: bool = False, domain: in
                 robot.close()
         http_api.close()
         left = graph.stop()
+        if ok:  # the exit summaries `vasimov up` prints (the plant's real-time factor, late and unanswered ticks)
+            run.extras["graph_summary"] = [line.removeprefix("vasimov: ") for line in graph.output().splitlines()
+                                           if line.startswith("vasimov: plant: ")]
         if left:
             raise GraphBenchError(f"graph processes left behind: {left} (log {graph.log.name})")
         if ok:
