@@ -44,6 +44,16 @@ def test_score_interpolates_the_end_pose_and_leaves_compute_unmeasured():
     assert all(math.isnan(v) for v in (r.cpu_p50_ms, r.cpu_p99_ms, r.compute_p50_ms, r.compute_p99_ms))
 
 
+def test_score_interpolates_the_start_pose_and_heading():
+    sc = Scenario("s", 1.0, criteria=Criteria())
+    samples = [_sample(9.9, 0.0, yaw=0.1), _sample(10.1, 0.02, yaw=0.3), _sample(11.0, 0.11, yaw=0.3)]
+    r = score(sc, samples, 10.0)
+    assert r.heading == pytest.approx(0.1)  # from 0.2 (interpolated start) to 0.3
+    d = 0.11 - 0.01
+    assert r.along == pytest.approx(d * math.cos(0.2))
+    assert r.lateral == pytest.approx(-d * math.sin(0.2))
+
+
 def test_score_reports_a_fall_and_unwraps_heading():
     sc = Scenario("s", 4.0, criteria=Criteria())
     yaws = [3.0, -3.0, -2.9]  # crosses +-pi: +0.28 then +0.1 rad
@@ -54,7 +64,7 @@ def test_score_reports_a_fall_and_unwraps_heading():
     assert not r.passed and r.failures == ["fell at 3.00s"]
     assert r.heading == pytest.approx(2 * math.pi - 6.0 + 0.1)
     with pytest.raises(ValueError):
-        score(sc, samples, 1.0)  # the first sample must be the start
+        score(sc, samples, -0.5)  # nothing at or before the start
 
 
 def test_max_rate_is_the_fastest_window():

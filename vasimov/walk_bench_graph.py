@@ -18,8 +18,8 @@ What differs from the single-process bench, on purpose and measured:
   the real-time factor. The command's lateness as the client sees it (newest simulated time it knows, from the
   state stream or a truth sample, at the send, minus the due time) is reported; the firmware applies it one tick or
   more later still.
-* The scenario clock starts on a ground-truth sample (its ``sim_time``) taken ``SETTLE_TIME`` after the firmware
-  reported MOVE; the end pose is interpolated between the two truth samples around the scenario's end time.
+* The scenario clock starts ``SETTLE_TIME`` after the firmware reported MOVE, as the state stream tells it; start
+  and end poses are interpolated between the two truth samples around the start and end times.
 * Fall and minimum-height checks run on polled truth samples (every ``TRUTH_PERIOD`` of wall time), not on every
   control tick: a fall is still caught (a fallen robot stays down) but ``fell_at`` can be later by one poll and
   ``min_pelvis_height`` can miss a brief dip.
@@ -118,15 +118,30 @@ def unwrap_heading(samples: Sequence[TruthSample]) -> np.ndarray:
     return h
 
 
+def _at(times: np.ndarray, samples: Sequence[TruthSample], heading: np.ndarray, t: float
+        ) -> tuple[np.ndarray, float, float]:
+    """(position, unwrapped heading, time) at ``t``, linear between the two samples around it; clamped to the first
+    or last sample outside their span."""
+    j = int(np.searchsorted(times, t, side="left"))
+    if j >= len(samples):
+        return samples[-1].pos, float(heading[-1]), float(times[-1])
+    if j == 0 or times[j] == t:
+        return samples[j].pos, float(heading[j]), float(times[j])
+    a = (t - times[j - 1]) / (times[j] - times[j - 1])
+    return (samples[j - 1].pos + a * (samples[j].pos - samples[j - 1].pos),
+            float(heading[j - 1] + a * (heading[j] - heading[j - 1])), t)
+
+
 def score(scenario: Scenario, samples: Sequence[TruthSample], t0: float, *, fell_at: float | None = None,
           min_pelvis_height: float = MIN_PELVIS_HEIGHT, max_gravity_z: float = MAX_GRAVITY_Z,
           wall_seconds: float = math.nan) -> Result:
-    """Score truth samples (the first one at ``t0``, the scenario's start) with the bench's rules.
+    """Score truth samples around a scenario that starts at simulated time ``t0``, with the bench's rules.
 
-    The end pose is interpolated linearly between the two samples around ``t0 + duration`` (or taken at the last
-    sample before it when the run stopped early, e.g. on a fall). Compute columns are NaN (not measured here)."""
-    if not samples or abs(samples[0].sim_time - t0) > 1e-9:
-        raise ValueError("the first truth sample must be the scenario's start")
+    Start and end poses are interpolated linearly between the two samples around ``t0`` and ``t0 + duration`` (the
+    end: around the fall when the run stopped on one); the fall and height checks use the samples after ``t0``.
+    Needs a sample at or before ``t0``. Compute columns are NaN (not measured here)."""
+    if not samples or samples[0].sim_time > t0 + 1e-9:
+        raise ValueError("scoring needs a truth sample at or before the scenario's start")
     if scenario.min_pelvis_height is not None:
         min_pelvis_height = scenario.min_pelvis_height
     if scenario.max_gravity_z is not None:
@@ -134,7 +149,7 @@ def score(scenario: Scenario, samples: Sequence[TruthSample], t0: float, *, fell
     end_t = t0 + scenario.duration
     heading = unwrap_heading(samples)
     times = np.array([s.sim_time for s in samples])
-    body = [s for s in samples[1:] if s.sim_time <= end_t + 1e-9]
+    body = [s for s in samples if t0 + 1e-9 < s.sim_time <= end_t + 1e-9]
     min_h = min((float(s.pos[2]) for s in body), default=math.inf)
     max_gz = max((float(projected_gravity(s.quat)[2]) for s in body), default=-math.inf)
     if fell_at is None:
@@ -142,25 +157,16 @@ def score(scenario: Scenario, samples: Sequence[TruthSample], t0: float, *, fell
             if s.pos[2] < min_pelvis_height or projected_gravity(s.quat)[2] > max_gravity_z:
                 fell_at = s.sim_time - t0
                 break
-    stop_t = end_t if fell_at is None else min(end_t, t0 + fell_at)
-    j = int(np.searchsorted(times, stop_t, side="left"))
-    if j >= len(samples):  # nothing at or after the stop time: the last sample is the end
-        pos, head, t_end = samples[-1].pos, heading[-1], times[-1]
-    elif j == 0 or times[j] == stop_t:
-        pos, head, t_end = samples[j].pos, heading[j], times[j]
-    else:
-        a = (stop_t - times[j - 1]) / (times[j] - times[j - 1])
-        pos = samples[j - 1].pos + a * (samples[j].pos - samples[j - 1].pos)
-        head = heading[j - 1] + a * (heading[j] - heading[j - 1])
-        t_end = stop_t
-    p0, yaw0 = samples[0].pos, samples[0].yaw
+    p0, h0, _ = _at(times, samples, heading, t0)
+    pos, head, t_end = _at(times, samples, heading, end_t if fell_at is None else min(end_t, t0 + fell_at))
+    yaw0 = samples[0].yaw + h0 - heading[0]
     c0, s0 = math.cos(yaw0), math.sin(yaw0)
     d = pos - p0
     nan = math.nan
     res = Result(
         name=scenario.name, passed=False, fell_at=fell_at,
         along=float(c0 * d[0] + s0 * d[1]), lateral=float(-s0 * d[0] + c0 * d[1]),
-        drift=float(math.hypot(d[0], d[1])), heading=float(head),
+        drift=float(math.hypot(d[0], d[1])), heading=float(head - h0),
         min_pelvis_height=min_h, max_gravity_z=max_gz,
         compute_p50_ms=nan, compute_p99_ms=nan, cpu_p50_ms=nan, cpu_p99_ms=nan,
         failures=[], sim_seconds=float(t_end - t0), wall_seconds=wall_seconds)
@@ -442,12 +448,21 @@ def _drive(scenario: Scenario, robot: Any, api: TwinHttp, clock: SimClock, graph
     """From ``start_at`` (firmware time): commands and pushes at their scenario times, truth polled, until the end
     or a fall."""
     timeout = 60.0 + (scenario.duration * 3.0 if realtime else scenario.duration)  # wall bound on a stuck graph
-    clock.wait_until(start_at, timeout, graph.alive)
-    first = api.truth()
-    if first is None:
-        raise GraphBenchError("no ground truth at the scenario's start")
-    t0 = first.sim_time
-    samples = [first]
+    # The start is the firmware time ``start_at`` as the state stream tells it: commands due at 0 go out then, and
+    # the start pose is interpolated there from truth polled back to back around it (a truth answer can lag the
+    # stream by hundreds of simulated ms on a loaded machine, so a "read truth, then send" start would misalign).
+    clock.wait_until(start_at - END_WINDOW, timeout, graph.alive)
+    samples: list[TruthSample] = []
+    deadline = time.monotonic() + timeout
+    while clock.t < start_at - 1e-9 or not samples:
+        if time.monotonic() > deadline or not graph.alive():
+            raise GraphBenchError(f"the graph stopped or stalled at simulated {clock.t:.2f} s before the start")
+        s = api.truth()
+        if s is not None and (not samples or s.sim_time > samples[-1].sim_time):
+            samples.append(s)
+    if samples[0].sim_time > start_at:
+        raise GraphBenchError("no ground truth before the scenario's start")
+    t0 = start_at
     commands = sorted(scenario.commands, key=lambda c: c[0])
     pushes = sorted(scenario.pushes, key=lambda p: p.t)
     next_cmd = next_push = 0
