@@ -449,48 +449,81 @@ def run_graph_scenario(scenario: Scenario, *, realtime: bool = False, domain: in
             sys.stderr.write(f"vasimov bench walk --graph: graph log kept in {graph.log.name}\n")
 
 
+class TruthPoller(threading.Thread):
+    """Polls ``/api/sim/truth`` on its own connection and thread, so an HTTP answer that is slow on a loaded machine
+    never delays a command: every ``TRUTH_PERIOD`` of wall time, back to back within ``END_WINDOW`` of the times that
+    get interpolated (the scenario's start and end)."""
+
+    def __init__(self, dense_at: Sequence[float]) -> None:
+        super().__init__(name="truth-poller", daemon=True)
+        self.dense_at = tuple(dense_at)
+        self.samples: list[TruthSample] = []  # appended here only; readers take len() first
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.api = TwinHttp()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                s = self.api.truth()
+                if s is not None and (not self.samples or s.sim_time > self.samples[-1].sim_time):
+                    self.samples.append(s)
+                last = self.samples[-1].sim_time if self.samples else -math.inf
+                if not any(abs(t - last) < END_WINDOW for t in self.dense_at):
+                    self.stop.wait(TRUTH_PERIOD)
+        except (OSError, http.client.HTTPException, ValueError, KeyError) as exc:
+            self.error = exc
+        finally:
+            self.api.close()
+
+
 def _drive(scenario: Scenario, robot: Any, api: TwinHttp, clock: SimClock, graph: Graph, start_at: float,
            realtime: bool) -> GraphRun:
-    """From ``start_at`` (firmware time): commands and pushes at their scenario times, truth polled, until the end
-    or a fall."""
-    # The start is the firmware time ``start_at`` as the state stream tells it: commands due at 0 go out then, and
-    # the start pose is interpolated there from truth polled back to back around it (a truth answer can lag the
-    # stream by hundreds of simulated ms on a loaded machine, so a "read truth, then send" start would misalign).
-    clock.wait_until(start_at - END_WINDOW, graph.alive)
-    samples: list[TruthSample] = []
-    while clock.t < start_at - 1e-9 or not samples:
-        if clock.stalled() or not graph.alive():
-            raise GraphBenchError(f"the graph stopped or stalled at simulated {clock.t:.2f} s before the start")
-        s = api.truth()
-        if s is not None and (not samples or s.sim_time > samples[-1].sim_time):
-            samples.append(s)
-    if samples[0].sim_time > start_at:
-        raise GraphBenchError("no ground truth before the scenario's start")
+    """From ``start_at`` (firmware time, as the state stream tells it): commands and pushes at their scenario times
+    on the stream's clock, truth polled on another thread, until the end or a fall. Start and end poses are
+    interpolated from the truth samples around them (a truth answer can lag the stream by hundreds of simulated ms
+    on a loaded machine, so "read truth, then send" would misalign the start)."""
     t0 = start_at
+    end_t = t0 + scenario.duration
+    poller = TruthPoller((t0, end_t))
+    poller.start()
+    try:
+        return _drive_polled(scenario, robot, api, clock, graph, t0, poller, realtime)
+    finally:
+        poller.stop.set()
+        poller.join(timeout=10.0)
+
+
+def _drive_polled(scenario: Scenario, robot: Any, api: TwinHttp, clock: SimClock, graph: Graph, t0: float,
+                  poller: TruthPoller, realtime: bool) -> GraphRun:
+    clock.wait_until(t0, graph.alive)
+    samples = poller.samples
+    if not samples or samples[0].sim_time > t0:
+        raise GraphBenchError("no ground truth before the scenario's start")
     commands = sorted(scenario.commands, key=lambda c: c[0])
     pushes = sorted(scenario.pushes, key=lambda p: p.t)
-    next_cmd = next_push = 0
+    next_cmd = next_push = checked = 0
     cmd_late: list[float] = []
     push_late: list[float] = []
-    last_cmd: tuple[float, float, float] | None = None
+    last_cmd: tuple[float, ...] | None = None
     end_t = t0 + scenario.duration
     min_h = scenario.min_pelvis_height if scenario.min_pelvis_height is not None else MIN_PELVIS_HEIGHT
     max_gz = scenario.max_gravity_z if scenario.max_gravity_z is not None else MAX_GRAVITY_Z
     fell_at: float | None = None
-    next_poll = 0.0
-    while True:
-        if clock.stalled() or not graph.alive():
-            raise GraphBenchError(f"the graph stopped or stalled at simulated {clock.t:.2f} s")
-        now = max(clock.t, samples[-1].sim_time) - t0
+    done = False
+    while not done:
+        if clock.stalled() or not graph.alive() or poller.error is not None:
+            raise GraphBenchError(f"the graph stopped or stalled at simulated {clock.t:.2f} s"
+                                  + (f" (truth: {poller.error})" if poller.error else ""))
+        now = clock.t - t0
         while next_cmd < len(commands) and commands[next_cmd][0] <= now + 1e-9:
-            cmd = tuple(float(v) for v in commands[next_cmd][1:])
             while next_cmd + 1 < len(commands) and commands[next_cmd + 1][0] <= now + 1e-9:
                 next_cmd += 1  # several due at once: only the newest counts
-                cmd = tuple(float(v) for v in commands[next_cmd][1:])
+            cmd = tuple(float(v) for v in commands[next_cmd][1:])
             if cmd != last_cmd:
                 robot.set_velocity(*cmd, wait=False)  # held: re-sent every 0.1 s wall by the SDK
                 cmd_late.append((now - commands[next_cmd][0]) * 1e3)
-                last_cmd = cmd  # type: ignore[assignment]
+                last_cmd = cmd
             next_cmd += 1
         while next_push < len(pushes) and pushes[next_push].t <= now + 1e-9:
             p = pushes[next_push]
@@ -500,22 +533,21 @@ def _drive(scenario: Scenario, robot: Any, api: TwinHttp, clock: SimClock, graph
                 raise GraphBenchError(f"push refused: HTTP {status}")
             push_late.append((now - p.t) * 1e3)
             next_push += 1
-        near = (end_t - now - t0 < END_WINDOW
-                or any(0.0 <= p.t - now < END_WINDOW for p in pushes[next_push:])
-                or any(0.0 <= c[0] - now < END_WINDOW for c in commands[next_cmd:]))
-        if near or time.monotonic() >= next_poll:
-            s = api.truth()
-            if s is not None and s.sim_time > samples[-1].sim_time:
-                samples.append(s)
-                if fell_at is None and (s.pos[2] < min_h or projected_gravity(s.quat)[2] > max_gz):
-                    fell_at = s.sim_time - t0
-                    break
-                if s.sim_time >= end_t - 1e-9:
-                    break
-            next_poll = time.monotonic() + TRUTH_PERIOD
-        if not near:
+        n = len(samples)
+        for s in samples[checked:n]:
+            if s.sim_time <= t0:
+                continue
+            if s.pos[2] < min_h or projected_gravity(s.quat)[2] > max_gz:
+                fell_at, done = s.sim_time - t0, True
+                break
+            if s.sim_time >= end_t - 1e-9:
+                done = True
+                break
+        checked = n
+        if not done:
             clock.changed.wait(0.005)
             clock.changed.clear()
+    samples = samples[:checked]
     res = score(scenario, samples, t0, fell_at=fell_at)
     window = samples[-1].wall - samples[0].wall
     rtf = (samples[-1].sim_time - samples[0].sim_time) / window if window > 0 else math.nan
