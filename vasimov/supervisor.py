@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from vasimov.launch_file import LaunchDescription, NodeSpec
+from vasimov.launch_file import LaunchDescription, NodeSpec, share_directory
 from vasimov.stop_signals import stop_on_signals
 
 _PR_SET_PDEATHSIG = 1
@@ -40,13 +40,18 @@ def _die_with_parent() -> None:
 
 
 def resolve_executable(name: str) -> str:
-    """Console scripts live beside this interpreter in the venv; fall back to PATH."""
-    beside = Path(sys.executable).parent / name
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
+    """Where the node's executable is: beside this interpreter (pip: the venv's bin/), else in an ament prefix's
+    lib/vasimov (colcon: where `ros2 run` looks; `vasimov` itself is there too), else on PATH."""
+    places = [Path(sys.executable).parent]
+    places += [Path(p) / "lib" / "vasimov" for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    for place in places:
+        candidate = place / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
     found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError(f"executable {name!r} not found beside {sys.executable} or on PATH; run `make setup`")
+        raise FileNotFoundError(f"executable {name!r} not found beside {sys.executable}, in an ament prefix's "
+                                "lib/vasimov or on PATH; run `make setup` (or colcon build and source the install)")
     return found
 
 
@@ -54,7 +59,7 @@ def graph_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for the nodes: loopback-only discovery and the fast-discovery profile unless the user chose."""
     env = dict(os.environ if base is None else base)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    profile = Path(__file__).resolve().parent.parent / "config" / "fastdds_localhost.xml"
+    profile = share_directory("vasimov") / "config" / "fastdds_localhost.xml"
     if profile.is_file():
         env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(profile))
     env.setdefault("PYTHONUNBUFFERED", "1")
