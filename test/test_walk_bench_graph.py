@@ -16,15 +16,15 @@ from vasimov import walk_bench, walk_bench_graph
 from vasimov.walk_bench import Criteria, Scenario
 from vasimov.walk_bench_graph import TruthSample, max_rate, score
 
-# Graph minus single-process, measured with bench/walk_graph_agreement.py (2026-12-01, 2-core machine shared with
-# other runs, lockstep RTF 0.8-1.5; 3 graph runs per scenario): forward_0.3_3s along -0.006 .. -0.016 m, lateral
-# -0.002 .. -0.007 m, heading +0.006 .. +0.019 rad; balance_2s drift -0.003 .. +0.0002 m. The graph walks a little
-# less because a velocity reaches the firmware a tick or two after its due time (the client reacts to a state
-# stream the bridge sends in 5 ms wall batches, then UDP, arbiter, next tick: 0.3 m/s x 40 ms = 1.2 cm). In lockstep
-# those wall milliseconds grow with the real-time factor (5-7x on an idle machine), so the tolerances are about three
-# times the measured worst case, which still catches a lost, doubled or mistimed command (0.3 m/s for one extra
-# second is 0.3 m) or a broken start (a balance that drifts or falls).
-TOL_FORWARD = {"along": 0.05, "lateral": 0.03, "heading": 0.06}
+# Graph minus single-process, measured with bench/walk_graph_agreement.py and this test (2026-12-01, 2-core machine
+# shared with other runs at load average 12-36, lockstep RTF 0.3-1.5; 5 graph runs of each): forward_0.3_3s along
+# -0.006 .. -0.039 m, lateral -0.002 .. -0.015 m, heading +0.006 .. +0.027 rad; balance_2s drift -0.003 .. +0.0002 m.
+# The graph walks a little less because a velocity reaches the firmware after its due time: the client learns the
+# time from a state stream the bridge sends in 5 ms wall batches, then UDP, arbiter, next tick; on a loaded machine
+# the bench process itself waits for a core (the client saw the stream 0-90 ms past the due time; 0.3 m/s x 90 ms =
+# 2.7 cm). Tolerances are about twice the measured worst case; they still catch a lost, doubled or mistimed command
+# (0.3 m/s for one second more or less is 0.3 m) and a broken start (a balance that drifts or falls).
+TOL_FORWARD = {"along": 0.08, "lateral": 0.03, "heading": 0.06}
 TOL_BALANCE_DRIFT = 0.02
 
 
