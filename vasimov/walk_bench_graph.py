@@ -410,6 +410,7 @@ def run_graph_scenario(scenario: Scenario, *, realtime: bool = False, domain: in
     ok = False
     try:
         robot = _connect(wall0 + BOOT_TIMEOUT, graph)
+        clock.last_sample = time.monotonic()  # the stall clock starts with the session, not before the boot
         robot.on_state = clock.on_state
         clock.wait_until(0.0, graph.alive)
         boot_wall = time.monotonic() - wall0
