@@ -41,6 +41,7 @@ import http.client
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -217,6 +218,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def mapped_shm_segments(pids: Sequence[int]) -> set[str]:
+    """Fast DDS participant segments (``/dev/shm/fastdds_`` + 16 characters) these processes have mapped: what they
+    must remove when they end. Port segments are shared by every participant of a port and outlive them by design,
+    so they are not counted."""
+    out: set[str] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                m = re.search(r"/dev/shm/(fastdds_[0-9a-z]{16})$", line)
+                if m:
+                    out.add(m.group(1))
+    return out
+
+
 def _die_with_parent() -> None:
     from vasimov.supervisor import _die_with_parent as die
 
@@ -238,6 +253,7 @@ class Graph:
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
                                      preexec_fn=_die_with_parent)
         self.node_pids: list[int] = []
+        self.segments: set[str] = set()  # Fast DDS participant segments the nodes had mapped
 
     def output(self) -> str:
         return Path(self.log.name).read_text(errors="replace")
@@ -248,10 +264,12 @@ class Graph:
     def remember_nodes(self) -> None:
         if self.alive():
             self.node_pids = sorted(set(self.node_pids) | set(_descendants(self.proc.pid)))
+            self.segments |= mapped_shm_segments(self.node_pids)
 
     def stop(self) -> list[int]:
         """SIGINT (the supervisor stops every node cleanly), SIGKILL after ``STOP_TIMEOUT``; Fast DDS segments of dead
-        processes are removed. Returns the node processes still alive (empty when nothing was left behind)."""
+        processes are removed. Returns what was left behind: node processes still alive, and the nodes' shared-memory
+        segments still in /dev/shm (both empty after a clean stop)."""
         from vasimov.supervisor import clean_shared_memory
 
         self.remember_nodes()
@@ -267,8 +285,9 @@ class Graph:
         deadline = time.monotonic() + 5.0
         while any(_alive(p) for p in self.node_pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        left = [p for p in self.node_pids if _alive(p)]
+        left = [str(p) for p in self.node_pids if _alive(p)]
         clean_shared_memory()
+        left += sorted(seg for seg in self.segments if (Path("/dev/shm") / seg).exists())
         self.log.close()
         return left
 
@@ -406,7 +425,7 @@ def run_graph_scenario(scenario: Scenario, *, realtime: bool = False, domain: in
     http_api = TwinHttp()
     robot = None
     clock = SimClock()
-    left: list[int] = []
+    left: list[str] = []
     ok = False
     try:
         robot = _connect(wall0 + BOOT_TIMEOUT, graph)
@@ -440,10 +459,12 @@ def run_graph_scenario(scenario: Scenario, *, realtime: bool = False, domain: in
         http_api.close()
         left = graph.stop()
         if ok:  # the exit summaries `vasimov up` prints (the plant's real-time factor, late and unanswered ticks)
+            run.extras["shm_segments_removed"] = len(graph.segments)
             run.extras["graph_summary"] = [line.removeprefix("vasimov: ") for line in graph.output().splitlines()
                                            if line.startswith("vasimov: plant: ")]
         if left:
-            raise GraphBenchError(f"graph processes left behind: {left} (log {graph.log.name})")
+            raise GraphBenchError(f"graph processes or shared-memory segments left behind: {left} "
+                                  f"(log {graph.log.name})")
         if ok:
             graph.remove_log()
         else:
