@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter, OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from vasimov.commands import DampCommand, RobotCommand
 
@@ -112,6 +113,8 @@ class CommandGate:
 
     config: GateConfig = field(default_factory=GateConfig)
     counters: Counter[str] = field(default_factory=Counter)
+    #: what counts as a stop (never shed); callers that route commands wrap them and say how to see a DAMP
+    is_stop: Callable[[Any], bool] = field(default=lambda cmd: isinstance(cmd, DampCommand))
 
     def __post_init__(self) -> None:
         self._sources: OrderedDict[Hashable, _Source] = OrderedDict()
@@ -141,7 +144,7 @@ class CommandGate:
 
     def offer(self, key: Hashable, cmd: RobotCommand, now: float) -> list[RobotCommand]:
         src = self._source(key, now)
-        if isinstance(cmd, DampCommand):
+        if self.is_stop(cmd):
             if src.pending is not None:
                 src.pending = None
                 self.counters["coalesced"] += 1
