@@ -65,12 +65,17 @@ def _flood_vac1(seconds: float, url: str, sent: mp.Value) -> None:
     from vasimov_bridge import binary_stream as bs
     from vasimov_bridge.binary_stream import CommandKind, CommandPacket
 
-    end, n = time.monotonic() + seconds, 0
-    with connect(url, max_size=2**16) as ws:
-        threading.Thread(target=lambda: [ws.recv() for _ in iter(int, 1)], daemon=True).start()
-        while time.monotonic() < end:
-            ws.send(bs.encode_command(CommandPacket(CommandKind.VELOCITY, n & 0xFFFFFFFF)))
-            n += 1
+    end, n, closed = time.monotonic() + seconds, 0, 0
+    while time.monotonic() < end:  # a flooder the server disconnects comes back, as an attacker would
+        try:
+            with connect(url, max_size=2**16) as ws:
+                threading.Thread(target=lambda ws=ws: [ws.recv() for _ in iter(int, 1)], daemon=True).start()
+                while time.monotonic() < end:
+                    ws.send(bs.encode_command(CommandPacket(CommandKind.VELOCITY, n & 0xFFFFFFFF)))
+                    n += 1
+                    sent.value = n
+        except Exception:  # closed by the server (keepalive timeout while throttled): reconnect
+            closed += 1
     sent.value = n
 
 
@@ -86,6 +91,8 @@ def _flood_foxglove(seconds: float, url: str, sent: mp.Value) -> None:
     while time.monotonic() < end:
         client.publish(cid, payload)
         n += 1
+        if n % 1000 == 0:
+            sent.value = n
     client.close()
     sent.value = n
 
@@ -119,14 +126,15 @@ def one_run(inlet: str, seconds: float, domain: int) -> dict:
         stop, times = threading.Event(), []
         counter = threading.Thread(target=_state_counter, args=(stop, times), daemon=True)
         counter.start()
-        sent = mp.Value("q", 0)
+        ctx = mp.get_context("spawn")
+        sent = ctx.Value("q", 0)
         target = {"udp": (_flood_udp, (True,)), "udp_invalid": (_flood_udp, (False,)),
                   "vac1": (_flood_vac1, ("ws://127.0.0.1:8766",)),
                   "foxglove": (_flood_foxglove, ("ws://127.0.0.1:8765",))}.get(inlet)
         flooder = None
         if target is not None:
             fn, args = target
-            flooder = mp.get_context("spawn").Process(target=fn, args=(seconds, *args, sent), daemon=True)
+            flooder = ctx.Process(target=fn, args=(seconds, *args, sent), daemon=True)
         t0, s0 = time.monotonic(), http_json(f"{API}/api/sim/truth")["sim_time"]
         if flooder is not None:
             flooder.start()

@@ -43,11 +43,12 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from vasimov.commands import Rejection, RobotCommand
+from vasimov.cpu_priority import renice_all_threads
 from vasimov.frames import rotate
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.convert import from_stamp
-from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
 from vasimov_bridge import binary_stream as bs
@@ -56,6 +57,7 @@ from vasimov_bridge.inlet_gate import CommandGate, GateConfig, TokenBucket
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
     ParamSpec("bind_host", "127.0.0.1", "Address the WebSocket server binds (loopback by default)."),
+    OBSERVER_CPU_NICE,
     ParamSpec("port", 8766, "WebSocket port (0 = any free port; the chosen one is logged).", min=0, max=65535),
     ParamSpec("rate_hz", 50.0, "Most VAS1 state packets per wall second to each client.", min=1.0, max=200.0),
     ParamSpec("max_clients", 16, "Connections beyond this are closed with code 1013 (try again later).",
@@ -302,6 +304,9 @@ class BinaryStreamNode(Node):
                                      gate=GateConfig(rate_per_source=self.p["max_commands_per_s"],
                                                      burst_per_source=max(1.0, self.p["max_commands_per_s"] / 5)))
         self.create_timer(1.0 / self.p["rate_hz"], self.on_timer)
+        # an observer (and the lowest command source): a flood on its socket runs at the lowest CPU priority, so it
+        # never competes with the closed loop; DDS receive threads and the server thread included
+        renice_all_threads(int(self.p["cpu_nice"]))
         host, port = self.server.address
         self.get_logger().info(f"binary stream ready: ws://{host}:{port} (VAS1 {bs.STATE_SIZE} B state at "
                                f"<= {self.p['rate_hz']:g} Hz, VAC1 {bs.COMMAND_SIZE} B commands)")

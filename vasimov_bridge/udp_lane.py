@@ -24,6 +24,7 @@ import contextlib
 import errno
 import logging
 import math
+import os
 import select
 import socket
 import threading
@@ -69,6 +70,9 @@ class UdpLaneConfig:
     max_decodes_per_source_s: float = 250.0
     #: Forwarding budget per sender and in all, newest-wins coalescing, DAMP never shed (``inlet_gate``).
     gate: GateConfig = field(default_factory=GateConfig)
+    #: Niceness added to the receive thread only (not the state sender): under a flood the reading yields the CPU
+    #: to the closed loop's processes.
+    rx_nice: int = 10
     #: Each rejection reason / send failure is logged at most once per this many seconds, with the count since.
     log_interval_s: float = 5.0
     #: How often the receive thread wakes to notice ``close()``; bounds close latency.
@@ -257,6 +261,10 @@ class UdpLane:
     # ── in ────────────────────────────────────────────────────────────────────────────────────────────────────
     def _receive_loop(self, rx: socket.socket) -> None:
         cfg = self.config
+        if cfg.rx_nice > 0:
+            with contextlib.suppress(OSError):
+                tid = threading.get_native_id()
+                os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + cfg.rx_nice))
         poller = select.poll()
         poller.register(rx, select.POLLIN)
         while not self._stop.is_set():
