@@ -96,8 +96,16 @@ class SdkBridgeNode(Node):
         self.last_plant: PlantState | None = None
         self.build_errors = 0
         decimation = int(self.p["control_decimation"])
-        self.pairing: StatePairing[PlantState, FirmwareState] = StatePairing(
-            decimation, max_lag_ticks=max(1, round(self.p["max_firmware_lag"] / (dt * decimation))))
+        if self.p["lockstep"]:
+            # The plant cannot step past a tick the edge has not answered (the lockstep gate proves the firmware
+            # alive, and a dead edge ends the run), so a firmware part that is behind is only late on the wire --
+            # by many ticks when the graph runs several times faster than real time on a loaded machine. Hold it;
+            # never report it as a stalled firmware (that latched WATCHDOG_TIMEOUT in lockstep SDK runs).
+            self.pairing: StatePairing[PlantState, FirmwareState] = StatePairing(
+                decimation, max_lag_ticks=10**9, max_held=100_000)
+        else:
+            self.pairing = StatePairing(
+                decimation, max_lag_ticks=max(1, round(self.p["max_firmware_lag"] / (dt * decimation))))
         self.stale_since_us: int | None = None  # firmware time the current stale stretch began
         self.plant_fault: PlantFault | None = None  # the newest physics fault (valid for its epoch only)
         self.tap_active = False  # someone subscribes to the datagram copies

@@ -17,9 +17,13 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
 * **Arming** (the MOVE gate): STAND held with projected-gravity z < ``arm_gravity_z`` for ``arm_hold_s``. The hold
   starts at the STAND command (if the latest reading is upright) or else at the first upright tick; the SDK's
   mirror (``Robot._track_arming``) starts at the first STAND sample it receives, which is never earlier, so the
-  firmware is armed no later than ``Robot.armed`` says (on a tick-aligned state stream: on the same tick). A MOVE
-  request arriving between ticks completes a due hold at its own arrival time. A tick gap over ``arm_max_gap_s`` or
-  a tilt restarts the hold. Every mode change disarms except MOVE -> STAND.
+  firmware is armed no later than ``Robot.armed`` says (on a tick-aligned state stream: on the same tick). The SDK
+  times its hold on the wall clock: in real time the firmware also completes the hold on the wall clock, so a twin
+  running slower than real time still arms no later; in lockstep only firmware time counts (determinism), so a
+  lockstep graph running *slower* than real time can arm after ``Robot.armed`` (an SDK client there should wait for
+  the firmware's ``armed``, as ``vasimov bench walk --graph`` does). A MOVE request arriving between ticks completes
+  a due hold at its own arrival time. A tick gap over ``arm_max_gap_s`` or a tilt restarts the hold. Every mode
+  change disarms except MOVE -> STAND.
 * **Velocity**: armed STAND -> MOVE/POLICY and follow; unarmed STAND -> ignored (GATE); DAMP -> dropped
   (FW_DAMPED); MOVE -> followed, clamped to the firmware caps. Staleness: ``velocity_timeout_s`` without a velocity
   packet zeroes the command; the robot stays in MOVE balancing.
