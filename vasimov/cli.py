@@ -63,7 +63,12 @@ def cmd_up(ns: argparse.Namespace) -> int:
     from vasimov.supervisor import Supervisor
 
     primary = "plant" if float(desc.args.get("duration", "0") or 0) > 0 else None
-    return Supervisor(desc, primary=primary).run()
+    try:
+        supervisor = Supervisor(desc, primary=primary)
+    except ValueError as exc:  # e.g. VASIMOV_DDS set to something else than loopback/network
+        print(f"vasimov up: {exc}", file=sys.stderr)
+        return 2
+    return supervisor.run()
 
 
 # -- recording and graph introspection (vasimov.record, vasimov.introspect) ----------------------------------------

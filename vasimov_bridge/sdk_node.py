@@ -22,7 +22,7 @@ from rclpy.serialization import deserialize_message
 from vasimov_msgs.msg import FirmwareState, PlantState, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
-from vasimov import motor_space
+from vasimov import graph_status, motor_space
 from vasimov.commands import RobotCommand
 from vasimov.frames import projected_gravity, rotate, yaw_from_quat
 from vasimov.ros import qos, topics
@@ -239,6 +239,8 @@ class SdkBridgeNode(Node):
             "state_build_errors": self.build_errors,
             "firmware": {} if fw is None else dict(zip(fw.counter_names, [int(v) for v in fw.counter_values],
                                                        strict=True)),
+            # the supervisor's view of the processes (exits, restarts of observers); None under ros2 launch
+            "graph": graph_status.read(),
         }
 
     def http_firmware(self, req: Request) -> Any:
