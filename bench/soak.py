@@ -320,9 +320,9 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"  SDK: {report.get('sdk')}; state stream {report.get('sdk_state_hz')} Hz")
     print(f"  falls: {len(report['falls'])} {report['falls'][:5]}")
     if rt:
-        print(f"  plant: RTF {rt['rtf']}, lateness p50 {rt['p50_ms']} ms p99 {rt['p99_ms']} ms max {rt['max_ms']} "
-              f"ms, {rt['late_ticks']} late ticks, {rt['unanswered']} unanswered, {rt['stale_commands']} "
-              f"stale-command damps, {rt['rejected_commands']} rejected")
+        print(f"  plant: RTF {rt['rtf']}, lateness p50 {rt['p50_ms']:.1f} ms p99 {rt['p99_ms']:.1f} ms max "
+              f"{rt['max_ms']:.1f} ms, {rt['late_ticks']} late ticks, {rt['unanswered']} unanswered, "
+              f"{rt['stale_commands']} stale-command damps, {rt['rejected_commands']} rejected")
     print(f"  recorder: {report.get('recorder')}")
     print(f"  Foxglove /joint_states received: {report.get('foxglove_joint_states_received')}")
     print(f"  observers: {(report.get('graph_status') or {}).get('observer_exits')} exits")
