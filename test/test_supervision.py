@@ -178,3 +178,19 @@ def test_status_reader_without_a_supervisor():
 
 if sys.platform != "linux":  # PR_SET_PDEATHSIG and /proc are Linux-only
     pytestmark = pytest.mark.skip("Linux only")
+
+
+def test_an_observer_with_a_configuration_error_is_not_restarted(tmp_path, capsys):
+    from vasimov.ros.spin import EXIT_CONFIG
+    from vasimov.supervisor import EXIT_CONFIG as SUPERVISOR_EXIT_CONFIG
+
+    assert SUPERVISOR_EXIT_CONFIG == EXIT_CONFIG
+    run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),
+                _node("foxglove_bridge", _script(tmp_path, "fox", f"exit {EXIT_CONFIG}"), respawn=True,
+                      respawn_delay=0.01, respawn_max_retries=3)])
+    try:
+        wait_for(lambda: run.status()["nodes"]["foxglove_bridge"]["state"] == "down", 10, "the observer down")
+        assert len(_pids(tmp_path, "fox")) == 1 and run.thread.is_alive()
+    finally:
+        run.stop()
+    assert "its configuration is wrong" in capsys.readouterr().err

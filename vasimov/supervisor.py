@@ -44,6 +44,9 @@ _PR_SET_PDEATHSIG = 1
 SUMMARY_TAG = "summary for vasimov up: "
 EXIT_OBSERVER_FAILED = 7  # the run ended normally, but an observer died on the way (restarted or not)
 MAX_BACKOFF_S = 30.0  # longest wait before an observer's restart
+# A node's exit code for a configuration error (vasimov.ros.spin.EXIT_CONFIG; not imported here, it pulls in rclpy):
+# starting it again with the same configuration cannot help, so such an observer is not restarted.
+EXIT_CONFIG = 2
 
 
 def _die_with_parent() -> None:
@@ -213,7 +216,11 @@ class Supervisor:
         if rc < 0:
             self._killed_hard = True  # its shared-memory segments are left behind: clean them at the end
         name = child.spec.name
-        if may_restart(child.spec, child.restarts):
+        if rc == EXIT_CONFIG:
+            child.state = "down"
+            self._say(f"observer '{name}' died ({child.last_exit}: its configuration is wrong, see its log); the robot "
+                      f"keeps running; not restarted", error=True)
+        elif may_restart(child.spec, child.restarts):
             delay = restart_delay(child.spec, child.restarts)
             child.state, child.restart_at = "restarting", now + delay
             limit = "unlimited" if child.spec.respawn_max_retries < 0 else str(child.spec.respawn_max_retries)
