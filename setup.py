@@ -1,4 +1,10 @@
-"""VASIMOV: a ROS 2 node graph that is a virtual Menlo Research Asimov 1 for the unmodified menlo-sdk."""
+"""VASIMOV: a ROS 2 node graph that is a virtual Menlo Research Asimov 1 for the unmodified menlo-sdk.
+
+Both installs read this file: pip (`make setup`: console scripts in the venv's bin/) and colcon as an ament_python
+package (setup.cfg: console scripts in lib/vasimov, where `ros2 run`/`ros2 launch` look; data_files under share/).
+"""
+
+from glob import glob
 
 from setuptools import find_packages, setup
 
@@ -17,10 +23,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/vasimov"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", ["launch/bringup.launch.yaml"]),
-        (f"share/{PACKAGE}/config", ["config/plant.yaml", "config/edge.yaml", "config/policy.yaml",
-                                     "config/sdk_bridge.yaml", "config/fastdds_localhost.xml",
-                                     "config/foxglove_bridge.yaml", "config/foxglove_layout.json",
-                                     "config/recorder.yaml", "config/binary_stream.yaml"]),
+        (f"share/{PACKAGE}/config", sorted(glob("config/*.yaml") + glob("config/*.xml") + glob("config/*.json"))),
     ],
     install_requires=["numpy", "pyyaml", "mujoco", "onnxruntime", "protobuf", "asimov-protocol", "psutil", "rosbags",
                       "websockets"],

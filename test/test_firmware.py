@@ -311,6 +311,25 @@ def test_no_fall_detection_while_on_the_gantry() -> None:
 
 
 # ── arming ──────────────────────────────────────────────────────────────────────────────────────────────────────
+def test_in_real_time_a_slow_twin_arms_when_the_sdk_clock_says_so() -> None:
+    """Running at half real time, 0.5 s of wall clock (the SDK's hold) is 0.25 s of firmware time: the wall clock
+    completes the hold, so the `balance` the SDK sends the moment `Robot.armed` turns true is accepted."""
+    fw = Firmware()
+    inp = FirmwareInputs(q=DEFAULT_POS, qd=np.zeros(NUM_JOINTS), projected_gravity=UPRIGHT, tau=np.zeros(NUM_JOINTS))
+    fw.tick(0.0, inp, wall=100.0)
+    assert fw.submit(StandCommand(), 0.02, wall=100.04) is None
+    t, wall = 0.02, 100.04
+    while wall < 100.04 + 0.5 - 1e-9:
+        assert not fw.tick(t, inp, wall=wall).armed
+        t, wall = t + DT, wall + 2 * DT
+    assert fw.submit(vel(), t, wall=wall) is None  # firmware time 0.27 s into the hold, wall 0.5 s
+    assert fw.tick(t, inp, wall=wall).mode is Mode.MOVE
+    lock = Firmware()  # without a wall clock (lockstep) only firmware time counts
+    lock.tick(0.0, inp)
+    lock.submit(StandCommand(), 0.02)
+    assert lock.submit(vel(), 0.3).reason == "GATE"  # type: ignore[union-attr]
+
+
 def test_arms_exactly_after_half_a_second_upright() -> None:
     rig = Rig()
     rig.tick(5)

@@ -154,8 +154,8 @@ def test_stop_ends_the_listener_and_every_connection():
     try:
         ws = connect(s.url, subprotocols=[LEGACY], open_timeout=5)
         wait_for(lambda: s.front.clients() == 1, 5, "one relayed client")
-        threads = {t.name for t in threading.enumerate()}
-        assert {"foxglove-front", "foxglove-front-client", "foxglove-front-down"} <= threads
+        wanted = {"foxglove-front", "foxglove-front-client", "foxglove-front-down"}
+        wait_for(lambda: wanted <= {t.name for t in threading.enumerate()}, 5, f"the front's threads {wanted}")
         s.front.stop()
         wait_for(lambda: s.front.clients() == 0, 5, "the connection ended by stop()")
         with pytest.raises(OSError):

@@ -94,8 +94,8 @@ def test_the_layout_has_the_panels_the_issue_asks_for(layout):
 def test_config_file_values_are_declared_and_valid():
     declared = {p.name: p for p in foxglove_node.PARAMS}
     cfg = yaml.safe_load((ROOT / "config" / "foxglove_bridge.yaml").read_text())
-    assert list(cfg) == ["foxglove_bridge"]
-    for key, value in cfg["foxglove_bridge"]["ros__parameters"].items():
+    assert list(cfg) == ["/**/foxglove_bridge"]
+    for key, value in cfg["/**/foxglove_bridge"]["ros__parameters"].items():
         assert key in declared, f"{key} in config but not declared"
         assert type(value) is type(declared[key].default), key
         assert declared[key].validate(value) is None

@@ -169,7 +169,7 @@ def test_physics_divergence_becomes_a_published_fault(graph_factory):
     probe = RosProbe(g.domain)
     try:
         probe.subscribe(topics.PLANT_FAULT, PlantFault, qos.LATCHED)
-        wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 30, "graph start")
+        wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 60, "graph start")
         wait_for(lambda: probe.node.count_publishers(topics.PLANT_FAULT) >= 1, 10, "fault publisher")
         http_json_when_ready("http://127.0.0.1:3000/api/sim/inject", {"fault": "non_finite"})
         wait_for(lambda: probe.count(topics.PLANT_FAULT) >= 1, 10, "a PlantFault")

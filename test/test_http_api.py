@@ -320,7 +320,11 @@ def test_concurrent_clients(api: HttpApi) -> None:
 
     def client() -> None:
         for _ in range(10):
-            status = request(api, "GET", "/api/version")[0]
+            for _attempt in range(100):  # a 503 past the connection cap says "busy": retry, as a client does
+                status = request(api, "GET", "/api/version")[0]
+                if status != 503:
+                    break
+                time.sleep(0.01)
             with lock:
                 results.append(status)
 
@@ -329,8 +333,9 @@ def test_concurrent_clients(api: HttpApi) -> None:
         t.start()
     for t in threads:
         t.join()
-    # Four clients against four slots: a 503 is possible in a race, a failure is not.
-    assert len(results) == 40 and set(results) <= {200, 503} and results.count(200) >= 30
+    # Four clients against four slots: a 503 is possible while a slot drains its lingering close, a failure is not;
+    # every request is served once retried.
+    assert results == [200] * 40
 
 
 # ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────────────

@@ -54,7 +54,7 @@ def test_message_class_errors_name_the_problem():
 def test_topics_and_echo_against_a_running_graph(graph_factory):
     g: Graph = graph_factory("--policy", "hold", "foxglove:=false", "binary_port:=0")
     wait_for(lambda: "plant ready" in g.output() and "SDK bridge ready" in g.output()
-             and "policy runner ready" in g.output(), 30, "graph start")
+             and "policy runner ready" in g.output(), 60, "graph start")
 
     r = _run("topics", "--window", "2", env=g.env)
     assert r.returncode == 0, r.stderr

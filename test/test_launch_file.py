@@ -23,8 +23,9 @@ def test_launch_file_lists_the_four_nodes_with_config_files():
         for f in node.param_files:
             assert f.is_file(), f
             doc = yaml.safe_load(f.read_text())
-            assert list(doc) == [node.name], f"{f} must configure exactly node {node.name}"
-            assert "ros__parameters" in doc[node.name]
+            key = f"/**/{node.name}"  # the node in any namespace (namespace:=robot1)
+            assert list(doc) == [key], f"{f} must configure exactly node {key}"
+            assert "ros__parameters" in doc[key]
 
 
 def test_launch_arguments_are_substituted_and_typed():
@@ -69,7 +70,7 @@ def test_every_configured_parameter_is_declared_with_a_valid_value(node_name, mo
 
     module = importlib.import_module(module_name)
     declared = _node_params(module)
-    cfg = yaml.safe_load((ROOT / "config" / f"{node_name}.yaml").read_text())[node_name]["ros__parameters"]
+    cfg = yaml.safe_load((ROOT / "config" / f"{node_name}.yaml").read_text())[f"/**/{node_name}"]["ros__parameters"]
     for key, value in cfg.items():
         assert key in declared, f"{node_name}: {key} in config but not declared"
         spec = declared[key]
@@ -93,3 +94,52 @@ def test_if_and_unless_select_nodes(tmp_path):
     assert [n.name for n in launch_file.load(f, {"viewer": "true"}).nodes] == ["a"]
     with pytest.raises(launch_file.LaunchFileError, match="not a boolean"):
         launch_file.load(f, {"viewer": "maybe"})
+
+
+def test_set_remap_applies_to_every_later_node_before_its_own_rules(tmp_path):
+    f = tmp_path / "remap.launch.yaml"
+    f.write_text(
+        "launch:\n"
+        "- arg: {name: ns, default: ''}\n"
+        "- node: {pkg: vasimov, exec: a, name: a}\n"
+        "- set_remap: {from: /clock, to: clock}\n"
+        "- node: {pkg: vasimov, exec: b, name: b, namespace: $(var ns), remap: [{from: /x, to: y}]}\n"
+    )
+    a, b = launch_file.load(f, {"ns": "robot1"}).nodes
+    assert a.remaps == ()
+    assert b.remaps == (("/clock", "clock"), ("/x", "y"))
+    args = b.ros_args()
+    assert args[args.index("__ns:=/robot1") - 1] == "-r"  # rcl wants an absolute namespace, as launch_ros gives
+    assert args[-4:] == ["-r", "/clock:=clock", "-r", "/x:=y"]
+    assert "__ns:=/" not in " ".join(launch_file.load(f).nodes[1].ros_args())  # empty namespace: no rule at all
+    f.write_text("launch:\n- set_remap: {from: /clock}\n")
+    with pytest.raises(launch_file.LaunchFileError, match="set_remap needs exactly"):
+        launch_file.load(f)
+
+
+def test_every_graph_topic_lands_in_the_namespace():
+    """The code's topic names are absolute; the launch file's set_remap rules make each relative, so namespace:=robot1
+    moves every topic (a topic added to vasimov.ros.topics without a rule would collide between two twins)."""
+    from vasimov.ros import topics
+
+    names = {v for k, v in vars(topics).items() if k.isupper() and isinstance(v, str)}
+    desc = launch_file.load(LAUNCH, {"namespace": "robot1"})
+    for node in desc.nodes:
+        assert node.namespace == "robot1"
+        rules = dict(node.remaps)
+        for name in names:
+            assert rules.get(name) == name.lstrip("/"), f"{node.name}: no relative remap for {name}"
+
+
+def test_every_vasimov_up_option_and_port_is_a_described_launch_argument():
+    desc = launch_file.load(LAUNCH)
+    assert all(desc.arg_descriptions[a] for a in desc.args), "every launch argument needs a description"
+    for arg in ("lockstep", "duration", "seed", "policy", "command_script", "viewer", "namespace", "use_sim_time",
+                "sdk_command_port", "sdk_state_port", "sdk_http_port", "foxglove_port", "binary_port"):
+        assert arg in desc.args, arg
+    ports = launch_file.load(LAUNCH, {"namespace": "robot2", "sdk_command_port": "9850", "sdk_state_port": "9851",
+                                      "sdk_http_port": "4000", "use_sim_time": "false"})
+    sdk = next(n for n in ports.nodes if n.name == "sdk_bridge")
+    assert (sdk.params["command_port"], sdk.params["state_port"], sdk.params["http_port"]) == (9850, 9851, 4000)
+    assert sdk.params["use_sim_time"] is False
+    assert "__ns:=/robot2" in sdk.ros_args()

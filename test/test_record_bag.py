@@ -277,7 +277,7 @@ def test_recorder_config_file_matches_declared_parameters():
     from vasimov import record
 
     declared = {p.name: p for p in record.PARAMS}
-    cfg = yaml.safe_load((ROOT / "config" / "recorder.yaml").read_text())["recorder"]["ros__parameters"]
+    cfg = yaml.safe_load((ROOT / "config" / "recorder.yaml").read_text())["/**/recorder"]["ros__parameters"]
     for key, value in cfg.items():
         assert key in declared, f"recorder: {key} in config but not declared"
         assert type(value) is type(declared[key].default)

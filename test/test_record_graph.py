@@ -178,7 +178,7 @@ def _recorder(out: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[s
 
 def test_standalone_record_joins_a_realtime_graph_and_closes_on_sigterm(graph_factory, tmp_path):
     g: Graph = graph_factory("--policy", "hold", "--seed", "3", "foxglove:=false", "binary_port:=0")
-    wait_for(lambda: "plant ready" in g.output() and "SDK bridge ready" in g.output(), 30, "graph start")
+    wait_for(lambda: "plant ready" in g.output() and "SDK bridge ready" in g.output(), 60, "graph start")
     out = tmp_path / "joined"
     rec = _recorder(out, g.env, "--exclude", "^/rosout$")
     probe = RosProbe(g.domain)

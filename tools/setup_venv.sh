@@ -28,7 +28,7 @@ fi
 mkdir -p "$STAMP"
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 
-req_hash=$(hash_of "$ROOT/requirements.txt")
+req_hash=$(hash_of "$ROOT/requirements.txt" "$ROOT/requirements-ros.txt")
 if [ "$(cat "$STAMP/requirements" 2>/dev/null)" != "$req_hash" ]; then
   echo "setup: installing requirements"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-warn-script-location -r "$ROOT/requirements.txt"
@@ -50,7 +50,7 @@ if [ "$(cat "$STAMP/msgs" 2>/dev/null)" != "$msg_hash" ]; then
   echo "$msg_hash" > "$STAMP/msgs"
 fi
 
-proj_hash=$(hash_of "$ROOT/setup.py")
+proj_hash=$(hash_of "$ROOT/setup.py" "$ROOT/setup.cfg")
 if [ "$(cat "$STAMP/project" 2>/dev/null)" != "$proj_hash" ] || [ ! -x "$VENV/bin/vasimov" ]; then
   echo "setup: installing the project (editable)"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT"

@@ -1,10 +1,10 @@
 """Reads ROS 2 YAML launch files (the subset VASIMOV uses) so pip-only users get the same graph as `ros2 launch`.
 
 launch/launch_ros are not installable from PyPI, so `vasimov up` interprets `launch/bringup.launch.yaml` itself:
-`arg` (name, default), `node` (pkg, exec, name, namespace, param, remap, output, args, if, unless, on_exit,
-respawn, respawn_delay, respawn_max_retries) and the substitutions `$(var NAME)`, `$(env NAME [default])` and
-`$(find-pkg-share PKG)`. Anything else is refused with a clear error rather than silently ignored, so the file
-never means one thing to `ros2 launch` and another here.
+`arg` (name, default), `set_remap` (from, to: launch_ros's rule for every node after it), `node` (pkg, exec, name,
+namespace, param, remap, output, args, if, unless, on_exit, respawn, respawn_delay, respawn_max_retries) and the
+substitutions `$(var NAME)`, `$(env NAME [default])` and `$(find-pkg-share PKG)`. Anything else is refused with a
+clear error rather than silently ignored, so the file never means one thing to `ros2 launch` and another here.
 
 What happens when a node exits is launch's own vocabulary, and `vasimov.supervisor` gives it the same meaning:
 `on_exit: shutdown` stops the whole graph (the control nodes), `respawn: "true"` starts the node again after
@@ -26,6 +26,7 @@ _SUBST = re.compile(r"\$\(([a-z-]+)\s*([^)]*)\)")
 _NODE_KEYS = {"pkg", "exec", "name", "namespace", "param", "remap", "output", "args", "ros_args", "if", "unless",
               "on_exit", "respawn", "respawn_delay", "respawn_max_retries"}
 _ARG_KEYS = {"name", "default", "description"}
+_REMAP_KEYS = {"from", "to"}
 
 
 class LaunchFileError(ValueError):
@@ -53,8 +54,8 @@ class NodeSpec:
     def ros_args(self) -> list[str]:
         """The `--ros-args ...` tail for the node's command line, in the order launch_ros uses."""
         out = ["--ros-args", "-r", f"__node:={self.name}"]
-        if self.namespace:
-            out += ["-r", f"__ns:={self.namespace}"]
+        if self.namespace.strip("/"):
+            out += ["-r", f"__ns:=/{self.namespace.strip('/')}"]  # launch_ros makes it absolute too
         for path in self.param_files:
             out += ["--params-file", str(path)]
         for key, value in self.params.items():
@@ -138,6 +139,7 @@ def load(path: Path | str, overrides: dict[str, str] | None = None) -> LaunchDes
     args: dict[str, str] = {}
     descriptions: dict[str, str] = {}
     nodes: list[NodeSpec] = []
+    global_remaps: list[tuple[str, str]] = []  # set_remap rules so far; launch_ros puts them before a node's own
     for entry in doc["launch"]:
         if not isinstance(entry, dict) or len(entry) != 1:
             raise LaunchFileError(f"{path}: each launch entry must be a single-key mapping, got {entry!r}")
@@ -149,11 +151,15 @@ def load(path: Path | str, overrides: dict[str, str] | None = None) -> LaunchDes
             name = str(body["name"])
             args[name] = overrides.pop(name) if name in overrides else str(body.get("default", ""))
             descriptions[name] = str(body.get("description", ""))
+        elif kind == "set_remap":
+            if not isinstance(body, dict) or set(body) != _REMAP_KEYS:
+                raise LaunchFileError(f"{path}: set_remap needs exactly 'from' and 'to', got {body!r}")
+            global_remaps.append((str(_value(body["from"], args)), str(_value(body["to"], args))))
         elif kind == "node":
             if _condition(body, args, path):
-                nodes.append(_node(body, args, path))
+                nodes.append(_node(body, args, path, tuple(global_remaps)))
         else:
-            raise LaunchFileError(f"{path}: unsupported launch action {kind!r}; supported: arg, node")
+            raise LaunchFileError(f"{path}: unsupported launch action {kind!r}; supported: arg, set_remap, node")
     if overrides:
         raise LaunchFileError(f"unknown launch arguments {sorted(overrides)}; known: {sorted(args)}")
     return LaunchDescription(args=args, arg_descriptions=descriptions, nodes=tuple(nodes))
@@ -172,7 +178,8 @@ def _condition(body: dict[str, Any], args: dict[str, str], path: Path) -> bool:
     return keep
 
 
-def _node(body: dict[str, Any], args: dict[str, str], path: Path) -> NodeSpec:
+def _node(body: dict[str, Any], args: dict[str, str], path: Path,
+          global_remaps: tuple[tuple[str, str], ...] = ()) -> NodeSpec:
     unknown = set(body) - _NODE_KEYS
     if unknown:
         raise LaunchFileError(f"{path}: node {body.get('name')}: unsupported keys {sorted(unknown)}")
@@ -185,7 +192,8 @@ def _node(body: dict[str, Any], args: dict[str, str], path: Path) -> NodeSpec:
             params[str(p["name"])] = _value(p.get("value"), args)
         else:
             raise LaunchFileError(f"{path}: param entry needs 'from' or 'name': {p!r}")
-    remaps = tuple((str(_value(r["from"], args)), str(_value(r["to"], args))) for r in body.get("remap", []) or [])
+    remaps = global_remaps + tuple((str(_value(r["from"], args)), str(_value(r["to"], args)))
+                                   for r in body.get("remap", []) or [])
     extra = tuple(str(_value(a, args)) for a in str(body.get("args", "")).split() if a)
     name = str(_value(body.get("name", body["exec"]), args))
     on_exit = body.get("on_exit")

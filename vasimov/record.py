@@ -379,7 +379,7 @@ def main(args: list[str] | None = None) -> int:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node: RecorderNode | None = None
     code = 0
-    with stop_on_signals() as stop:
+    with stop_on_signals(absorb_after_stop=True) as stop:
         try:
             node = RecorderNode()
             executor = SingleThreadedExecutor()

@@ -12,13 +12,21 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextmanager
-def stop_on_signals(stop: threading.Event | None = None) -> Iterator[threading.Event]:
+def stop_on_signals(stop: threading.Event | None = None, *,
+                    absorb_after_stop: bool = False) -> Iterator[threading.Event]:
     """Within the block, SIGINT/SIGTERM set ``stop`` (a new event if none is given) instead of raising; the previous
-    handlers come back on exit. Main thread only (Python's rule for signal handlers)."""
+    handlers come back on exit. Main thread only (Python's rule for signal handlers).
+
+    ``absorb_after_stop``: for a process's main. If a stop was requested, the signals are ignored after the block, so
+    the rest of the exit cannot be interrupted: under ``ros2 launch`` a node gets the terminal's SIGINT, then
+    launch's own, then perhaps a second Ctrl-C, in any order relative to its cleanup; a KeyboardInterrupt in
+    ``thread.join()`` or ``destroy_node()`` would print a traceback, and a signal during interpreter finalization
+    (which puts Python-level handlers back to the default, but leaves "ignore" alone) would kill the process, exit
+    code -2: launch reports either as "process has died"."""
     event = stop if stop is not None else threading.Event()
     old = {s: signal.signal(s, lambda *_: event.set()) for s in STOP_SIGNALS}
     try:
         yield event
     finally:
         for s, h in old.items():
-            signal.signal(s, h)
+            signal.signal(s, signal.SIG_IGN if absorb_after_stop and event.is_set() else h)

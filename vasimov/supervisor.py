@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TextIO
 
 from vasimov import graph_status
-from vasimov.launch_file import LaunchDescription, NodeSpec
+from vasimov.launch_file import LaunchDescription, NodeSpec, share_directory
 from vasimov.stop_signals import stop_on_signals
 
 _PR_SET_PDEATHSIG = 1
@@ -59,20 +59,36 @@ def _die_with_parent() -> None:
 
 
 def resolve_executable(name: str) -> str:
-    """Console scripts live beside this interpreter in the venv; fall back to PATH."""
-    beside = Path(sys.executable).parent / name
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
+    """Where the node's executable is: beside this interpreter (pip: the venv's bin/), else in an ament prefix's
+    lib/vasimov (colcon: where `ros2 run` looks; `vasimov` itself is there too), else on PATH."""
+    places = [Path(sys.executable).parent]
+    places += [Path(p) / "lib" / "vasimov" for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    for place in places:
+        candidate = place / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
     found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError(f"executable {name!r} not found beside {sys.executable} or on PATH; run `make setup`")
+        raise FileNotFoundError(f"executable {name!r} not found beside {sys.executable}, in an ament prefix's "
+                                "lib/vasimov or on PATH; run `make setup` (or colcon build and source the install)")
     return found
 
 
-_CONFIG = Path(__file__).resolve().parent.parent / "config"
-LOOPBACK_PROFILE = _CONFIG / "fastdds_localhost.xml"
-NETWORK_PROFILE = _CONFIG / "fastdds_network.xml"
+LOOPBACK_PROFILE = "fastdds_localhost.xml"  # in config/ of the package's share directory (or this checkout)
+NETWORK_PROFILE = "fastdds_network.xml"
 DDS_MODE_VAR = "VASIMOV_DDS"  # "loopback" (default) or "network": the user's opt-in to DDS beyond this host
+
+
+def dds_profile(name: str) -> Path:
+    return share_directory("vasimov") / "config" / name
+
+
+def is_loopback_profile(path: str) -> bool:
+    """The file is our loopback profile (this checkout's, an installed copy, or any byte-identical copy)."""
+    try:
+        return Path(path).read_bytes() == dds_profile(LOOPBACK_PROFILE).read_bytes()
+    except OSError:
+        return False
 
 
 def graph_environment(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -86,11 +102,11 @@ def graph_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     mode = env.get(DDS_MODE_VAR, "loopback") or "loopback"
     if mode not in ("loopback", "network"):
         raise ValueError(f"{DDS_MODE_VAR}={mode!r}: expected 'loopback' (the default) or 'network'")
-    default_profile = LOOPBACK_PROFILE if mode == "loopback" else NETWORK_PROFILE
+    default_profile = dds_profile(LOOPBACK_PROFILE if mode == "loopback" else NETWORK_PROFILE)
     if default_profile.is_file():
         env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(default_profile))
     profile = env.get("FASTDDS_DEFAULT_PROFILES_FILE", "")
-    if profile and Path(profile).resolve() == LOOPBACK_PROFILE.resolve():
+    if profile and is_loopback_profile(profile):
         env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "SYSTEM_DEFAULT"
     else:
         env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST" if mode == "loopback" else "SUBNET")

@@ -444,10 +444,12 @@ class Firmware:
 
     # ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────────
     def _boot(self) -> None:
+        self._wall: float | None = None  # wall clock of the call in progress (real time only)
         self._mode = Mode.DAMP
         self._submode = MoveSubmode.NONE
         self._armed = False
         self._upright_since: float | None = None
+        self._upright_since_wall: float | None = None
         self._latched = False
         self._error_flags = 0
         self._alerts.clear()
@@ -521,11 +523,14 @@ class Firmware:
         return self._gain_notes
 
     # ── commands ──────────────────────────────────────────────────────────────────────────────────────────────
-    def submit(self, cmd: RobotCommand, t: float) -> Rejection | None:
+    def submit(self, cmd: RobotCommand, t: float, wall: float | None = None) -> Rejection | None:
         """Apply one command that arrived at firmware time ``t``; returns None if accepted, else why it was dropped.
 
-        The command has already passed the arbiter. Never raises on a malformed command.
+        ``wall``: the arrival on a wall clock (seconds, any origin), given only when the twin runs against real
+        clients in real time (see ``_arm_if_due``). The command has already passed the arbiter. Never raises on a
+        malformed command.
         """
+        self._wall = wall
         t = self._advance_clock(t)
         self._gain_notes = ()
         if isinstance(cmd, DampCommand):
@@ -583,6 +588,7 @@ class Firmware:
             # The arming hold starts at the mode change itself (with the latest reading), so the firmware is armed
             # no later than the SDK's mirror, which counts from the first STAND sample it receives.
             self._upright_since = t
+            self._upright_since_wall = self._wall
         return None
 
     def _on_velocity(self, cmd: VelocityCommand, t: float) -> Rejection | None:
@@ -711,6 +717,7 @@ class Firmware:
             self._counters["mode_changes"] += 1
             self._armed = mode is Mode.MOVE or (prev is Mode.MOVE and mode is Mode.STAND and self._armed)
             self._upright_since = None
+            self._upright_since_wall = None
         if submode is MoveSubmode.POLICY and not (prev is Mode.MOVE and self._submode is MoveSubmode.POLICY):
             self._policy_epoch += 1
         self._mode, self._submode = mode, submode
@@ -746,8 +753,12 @@ class Firmware:
         return tf
 
     # ── the control tick ──────────────────────────────────────────────────────────────────────────────────────
-    def tick(self, t: float, inp: FirmwareInputs) -> FirmwareOutput:
-        """One control period at firmware time ``t``: faults, watchdogs, arming, then the motor targets."""
+    def tick(self, t: float, inp: FirmwareInputs, wall: float | None = None) -> FirmwareOutput:
+        """One control period at firmware time ``t``: faults, watchdogs, arming, then the motor targets.
+
+        ``wall``: the tick's wall-clock time, in real time only (see ``_arm_if_due``).
+        """
+        self._wall = wall
         p = self.params
         t = self._advance_clock(t)
         dt = 0.0 if self._last_tick_t is None else t - self._last_tick_t
@@ -870,9 +881,24 @@ class Firmware:
             and self._upright_since is not None
             and self._last_valid is not None
             and self._last_valid[2][2] < self.params.arm_gravity_z
-            and t - self._upright_since >= self.params.arm_hold_s - TIME_EPS
+            and self._hold_done(t)
         ):
             self._armed = True
+
+    def _hold_done(self, t: float) -> bool:
+        """The upright hold has lasted ``arm_hold_s`` in firmware time -- or, in real time, on the wall clock.
+
+        DECISION: the SDK times the hold on its own clock from the samples' arrival. When the twin cannot keep up
+        and runs slower than real time (it slows rather than drop ticks), 0.5 s of wall clock holds less than 0.5 s
+        of firmware time, and a firmware timing the hold in its own time would refuse the `balance` that the SDK
+        sends the moment `Robot.armed` is true. Either clock completing the hold arms the robot, so the firmware is
+        never armed later than the SDK's mirror. Without a wall clock (lockstep) only firmware time counts.
+        """
+        hold = self.params.arm_hold_s - TIME_EPS
+        if self._upright_since is not None and t - self._upright_since >= hold:
+            return True
+        wall, since = self._wall, self._upright_since_wall
+        return wall is not None and since is not None and wall - since >= hold
 
     def _track_arming(self, t: float, dt: float, g: np.ndarray | None) -> None:
         """The MOVE gate, mirroring menlo-sdk ``Robot._track_arming`` tick by tick."""
@@ -880,16 +906,16 @@ class Firmware:
         if self._mode is not Mode.STAND or self._armed:
             return
         if g is None or dt > p.arm_max_gap_s + TIME_EPS:
-            self._upright_since = None
+            self._upright_since = self._upright_since_wall = None
             if g is None:
                 return
         if g[2] < p.arm_gravity_z:
             if self._upright_since is None:
-                self._upright_since = t
-            elif t - self._upright_since >= p.arm_hold_s - TIME_EPS:
+                self._upright_since, self._upright_since_wall = t, self._wall
+            elif self._hold_done(t):
                 self._armed = True
         else:
-            self._upright_since = None
+            self._upright_since = self._upright_since_wall = None
 
     def _targets(self, t: float, q: np.ndarray, inp: FirmwareInputs) -> _Targets:
         p = self.params

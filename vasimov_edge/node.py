@@ -9,6 +9,7 @@ arbiter, then the firmware; rejections are counted and logged (rate-limited) and
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 from geometry_msgs.msg import Twist
@@ -131,7 +132,7 @@ class EdgeNode(Node):
             return
         rejection = self.arbiter.admit(cmd, self.t_fw)
         if rejection is None:
-            rejection = self.firmware.submit(cmd, self.t_fw)
+            rejection = self.firmware.submit(cmd, self.t_fw, None if self.lockstep else time.monotonic())
             for note in self.firmware.last_gain_notes:
                 if note in ("trajectory_gains_substituted", "trajectory_gains_non_finite"):
                     self.log_limited(note, f"{type(cmd).__name__} from {cmd.source.name} applied with the gain table "
@@ -170,7 +171,7 @@ class EdgeNode(Node):
             policy_kp=None if policy is None or len(policy.kp) == 0 else np.asarray(policy.kp),
             policy_kd=None if policy is None or len(policy.kd) == 0 else np.asarray(policy.kd),
         )
-        out = self.firmware.tick(self.t_fw, inputs)
+        out = self.firmware.tick(self.t_fw, inputs, None if self.lockstep else time.monotonic())
         self._publish(state, out)
 
     def _publish(self, state: PlantState, out: FirmwareOutput) -> None:

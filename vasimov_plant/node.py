@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration
@@ -44,6 +43,7 @@ from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
 from vasimov.ros.lockstep import writers_matched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
+from vasimov.ros.spin import ros_session
 from vasimov.supervisor import SUMMARY_TAG
 from vasimov_bridge.http_api import HttpError, parse_push
 from vasimov_plant.pacing import Pacer
@@ -520,40 +520,37 @@ class PlantNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    node = None
-    stop = threading.Event()
-    code = 0
-    try:
-        try:
-            node = PlantNode()
-        except ValueError as exc:
-            print(f"plant: configuration error: {exc}", file=sys.stderr)
-            return 2
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        node.guarded("executor thread", _spin, node, executor, stop)
-        code = node.exit_code or 0
-        if node.exit_code is not None:
-            node.flush_publishers(timeout=5.0)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    with ros_session(args) as stop:  # Ctrl-C/SIGTERM (any number) set `stop`, which also ends the physics thread
+        node = None
         code = 0
-    finally:
-        stop.set()
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        try:
+            try:
+                node = PlantNode()
+            except ValueError as exc:
+                print(f"plant: configuration error: {exc}", file=sys.stderr)
+                return 2
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            node.guarded("executor thread", _spin, node, executor, stop)
+            code = node.exit_code or 0
+            if node.exit_code is not None:
+                node.flush_publishers(timeout=5.0)
+        except ExternalShutdownException:
+            code = 0
+        finally:
+            stop.set()
+            if node is not None:
+                node.destroy_node()
     return code
 
 
 def _spin(node: PlantNode, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
     if node.lockstep:
-        while rclpy.ok() and not node.participants_ready():
+        while not stop.is_set() and not node.participants_ready():
             executor.spin_once(timeout_sec=0.05)
         node.get_logger().info("lockstep: all participants matched; starting")
         node.start_lockstep()
-        while rclpy.ok() and node.exit_code is None:
+        while not stop.is_set() and node.exit_code is None:
             executor.spin_once(timeout_sec=0.5)
             if node.lockstep_stalled():
                 node.get_logger().error(
@@ -565,7 +562,7 @@ def _spin(node: PlantNode, executor: SingleThreadedExecutor, stop: threading.Eve
     loop = threading.Thread(target=node.realtime_loop, args=(stop,), name="physics", daemon=True)
     loop.start()
     try:
-        while rclpy.ok() and node.exit_code is None:
+        while not stop.is_set() and node.exit_code is None:
             executor.spin_once(timeout_sec=0.1)
     finally:
         stop.set()

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
 
 from vasimov.ros.batch_take import spin_once_batched
+from vasimov.stop_signals import stop_on_signals
 
 EXIT_CONFIG = 2
 
@@ -27,40 +30,62 @@ def make_executor() -> Any:
     return EventsExecutor()
 
 
-def spin_batched(executor: Any, node: Any, period: float) -> None:
-    """For observer nodes: wake at most once per ``period``, then take every message that gathered meanwhile
-    (``vasimov.ros.batch_take``); per-message wake-ups were most of an observer's CPU at lockstep rates."""
-    while rclpy.ok():
-        spin_once_batched(executor, node, 0.1)
-        time.sleep(period)
+# Longest a spinning node takes to notice a stop request (its executor waits at most this long per turn).
+STOP_POLL_S = 0.1
+
+
+@contextmanager
+def ros_session(args: list[str] | None) -> Iterator[threading.Event]:
+    """rclpy's context for a node process, with the process's stop signals in our hands rather than rclpy's.
+
+    rclpy's own handler shuts the context down and then raises KeyboardInterrupt wherever the main thread is; under
+    ``ros2 launch`` every node gets two SIGINTs (the terminal's process group, then launch's) and perhaps a third
+    (a second Ctrl-C), so that exception lands in cleanup (``thread.join()``, ``destroy_node()``) and launch reports
+    a traceback and "process has died". Here SIGINT/SIGTERM only set the yielded event, any number of times; the
+    node's loop sees it within ``STOP_POLL_S``, cleans up and exits 0."""
+    with stop_on_signals(absorb_after_stop=True) as stop:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            yield stop
+        finally:
+            if rclpy.ok():
+                rclpy.shutdown()
+
+
+def spin_until(executor: Any, node: Any, stop: threading.Event) -> None:
+    """Spin until ``stop`` is set or the context ends. Observer nodes (``node.batch_period`` > 0) wake at most once
+    per period and take every message that gathered meanwhile (``vasimov.ros.batch_take``); per-message wake-ups
+    were most of an observer's CPU at lockstep rates."""
+    batch_period = float(getattr(node, "batch_period", 0.0))
+    while not stop.is_set() and rclpy.ok():
+        if batch_period > 0.0:
+            spin_once_batched(executor, node, STOP_POLL_S, stop)
+            stop.wait(batch_period)
+        else:
+            executor.spin_once(timeout_sec=STOP_POLL_S)
 
 
 def run_node(name: str, factory: Callable[[], Any], args: list[str] | None = None,
              config_errors: tuple[type[BaseException], ...] = (ValueError,)) -> int:
-    """Build the node, spin until Ctrl-C/SIGTERM, and always release the node and the context."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = factory()
-        executor = make_executor()
-        executor.add_node(node)
-        batch_period = float(getattr(node, "batch_period", 0.0))
-        if batch_period > 0.0:
-            spin_batched(executor, node, batch_period)
-        else:
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+    """Build the node, spin until Ctrl-C/SIGTERM (any number of them, see ``ros_session``), and always release the
+    node and the context; 0 after a stop request, ``EXIT_CONFIG`` when the node refused its configuration."""
+    with ros_session(args) as stop:
+        node = None
         code = 0
-    except config_errors as exc:
-        print(f"{name}: cannot start: {exc}", file=sys.stderr)
-        code = EXIT_CONFIG
-    finally:
-        if node is not None:
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        try:
+            node = factory()
+            executor = make_executor()
+            executor.add_node(node)
+            spin_until(executor, node, stop)
+        except ExternalShutdownException:
+            code = 0
+        except config_errors as exc:
+            print(f"{name}: cannot start: {exc}", file=sys.stderr)
+            code = EXIT_CONFIG
+        finally:
+            if node is not None:
+                close = getattr(node, "close", None)
+                if close is not None:
+                    close()
+                node.destroy_node()
     return code
