@@ -208,6 +208,19 @@ class SdkWalker(threading.Thread):
         return self._robot()
 
 
+class FrameCount:
+    """SDK state frames sent, across virtual restarts (each starts a new stream whose counter starts again at 0);
+    sampled every few seconds, so a restart loses at most the frames of one sample period."""
+
+    def __init__(self, first: int) -> None:
+        self.last = first
+        self.total = 0
+
+    def update(self, value: int) -> None:
+        self.total += value - self.last if value >= self.last else value
+        self.last = value
+
+
 def run_soak(duration: float, seed: int, out: Path, command_period: float) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "graph.log"
@@ -234,22 +247,23 @@ def run_soak(duration: float, seed: int, out: Path, command_period: float) -> di
         walker.start()
         wait_for(walker.walking.is_set, 90, "the SDK client standing and balancing")
         walk_start = time.monotonic()
-        frames0 = int(http("/api/sim/counters")["state_frames_sent"])
+        frames = FrameCount(int(http("/api/sim/counters")["state_frames_sent"]))
         time.sleep(min(WARMUP_S, duration / 3))
         rss_start = node_rss(proc.pid)
         end = walk_start + duration
         rss_max = dict(rss_start)
         while time.monotonic() < end and proc.poll() is None and walker.is_alive():
-            time.sleep(min(10.0, max(0.0, end - time.monotonic())))
+            time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+            frames.update(int(http("/api/sim/counters")["state_frames_sent"]))
             for k, v in node_rss(proc.pid).items():
                 rss_max[k] = max(rss_max.get(k, 0), v)
         rss_end = node_rss(proc.pid)
         counters = http("/api/sim/counters")
-        frames = int(counters["state_frames_sent"]) - frames0
+        frames.update(int(counters["state_frames_sent"]))
         walk_s = time.monotonic() - walk_start
         report["wall_s_total"] = round(time.monotonic() - started, 1)
         report["graph_alive_at_end"] = proc.poll() is None
-        report["sdk_state_hz"] = round(frames / walk_s, 1)
+        report["sdk_state_hz"] = round(frames.total / walk_s, 1)
         report["graph_status"] = counters.get("graph")
         report["memory"] = {
             name: {"start_mb": round(rss_start[name] / 2**20, 1), "end_mb": round(rss_end.get(name, 0) / 2**20, 1),
