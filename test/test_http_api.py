@@ -147,6 +147,8 @@ def test_sim_endpoints_call_the_injected_callbacks(api: HttpApi) -> None:
         ({"body": "torso", "force": [1, 2, 3], "duration": 60}, "duration"),
         ({"body": "torso", "force": [1, 2, 3]}, "duration"),
         ({"body": "torso", "force": [1, 2, 3], "duration": 1, "torque": [0, 0, 0]}, "unknown keys"),
+        ({"body": "torso", "force": [0, 0, 2000], "duration": 5}, "impulse"),  # threw the robot to z = 383 m
+        ({"body": "torso", "force": [0, 300, 0], "duration": 2.5}, "impulse"),
     ],
 )
 def test_push_validation(payload: object, fragment: str) -> None:

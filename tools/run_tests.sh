@@ -5,6 +5,10 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+if [ -z "${VASIMOV_IN_NETNS:-}" ]; then
+  # needs the package registry, so before the network namespace; a no-op without ../shared/thirdparty
+  bash tools/ros_tools_venv.sh || echo "run_tests: could not build the ROS 2 tools venv; test_ros_native will fail" >&2
+fi
 if [ "$(id -u)" = 0 ] && [ -z "${VASIMOV_IN_NETNS:-}" ] && unshare -n true 2>/dev/null; then
   exec unshare -n -- env VASIMOV_IN_NETNS=1 bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
 fi

@@ -6,7 +6,7 @@
     vasimov topics [--window S]
     vasimov echo TOPIC [--once] [--count N] [--json]
     vasimov model export DIR
-    vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC]
+    vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC] [--graph [--realtime]]
 """
 
 from __future__ import annotations

@@ -400,8 +400,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--policy", default="builtin",
                     help="backend to score: builtin (default), hold, a local .onnx file or hf://REPO@REVISION; "
                          "the same scenarios then compare the official checkpoint with the built-in controller")
+    ap.add_argument("--graph", action="store_true",
+                    help="drive the scenarios through the full node graph with the real menlo-sdk over UDP (one "
+                         "fresh `vasimov up` per scenario, lockstep unless --realtime); vasimov.walk_bench_graph")
+    ap.add_argument("--realtime", action="store_true", help="with --graph: run the graph in real time")
     args = ap.parse_args(argv)
+    if args.realtime and not args.graph:
+        ap.error("--realtime needs --graph (the single-process bench is lockstep only)")
     factory = default_backend_factory
+    names = args.names or list({"standard": standard, "viewer": viewer, "all": scenarios}[args.which])
+    unknown = [n for n in names if n not in scenarios]
+    if unknown:
+        ap.error(f"unknown scenario(s) {unknown}; valid: {', '.join(scenarios)}")
+    if args.graph:
+        from vasimov import walk_bench_graph
+
+        return walk_bench_graph.run([scenarios[n] for n in names], realtime=args.realtime,
+                                    policy=None if args.policy == "builtin" else args.policy)
     if args.policy != "builtin":
         from vasimov_edge.policy.registry import make_backend
 
@@ -410,10 +425,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         def factory(**_options: object) -> PolicyBackend:  # scenario options tune the built-in controller only
             backend.reset()
             return backend
-    names = args.names or list({"standard": standard, "viewer": viewer, "all": scenarios}[args.which])
-    unknown = [n for n in names if n not in scenarios]
-    if unknown:
-        ap.error(f"unknown scenario(s) {unknown}; valid: {', '.join(scenarios)}")
     results = []
     for n in names:
         r = run_scenario(scenarios[n], factory)

@@ -7,6 +7,9 @@
 * Commands: every binary frame is decoded by ``binary_stream.decode_command``; a valid one becomes a
   vasimov_msgs/RobotCommand with source BINARY on ``/vasimov/command`` (the firmware's arbiter decides the rest),
   anything else is refused, counted per reason and per connection (the client sees its own count in ``rejected``).
+* Floods: a connection's frames are read at most ``max_frames_per_s`` (over it the server stops reading that
+  connection for a while, so TCP pushes the flood back onto its sender at no cost here; counted), and valid commands
+  pass a per-connection ``CommandGate`` (newest velocity wins, DAMP never shed; coalesced ones counted).
 
 Threads: the rclpy executor owns the ROS side (its timer takes the newest inputs from ``_NewestSampler`` and
 packs them); an asyncio loop in one daemon thread owns the sockets. They meet in two places only: the timer hands an
@@ -21,6 +24,7 @@ import contextlib
 import struct
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,24 +43,31 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from vasimov.commands import Rejection, RobotCommand
+from vasimov.cpu_priority import renice_all_threads
 from vasimov.frames import rotate
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.convert import from_stamp
-from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
 from vasimov_bridge import binary_stream as bs
+from vasimov_bridge.inlet_gate import CommandGate, GateConfig, TokenBucket
 
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
     ParamSpec("bind_host", "127.0.0.1", "Address the WebSocket server binds (loopback by default)."),
+    OBSERVER_CPU_NICE,
     ParamSpec("port", 8766, "WebSocket port (0 = any free port; the chosen one is logged).", min=0, max=65535),
     ParamSpec("rate_hz", 50.0, "Most VAS1 state packets per wall second to each client.", min=1.0, max=200.0),
     ParamSpec("max_clients", 16, "Connections beyond this are closed with code 1013 (try again later).",
               min=1, max=1024),
     ParamSpec("max_write_buffer", 65536, "Bytes queued to a client above which its state packets are skipped.",
               min=1024, max=16 * 1024 * 1024),
+    ParamSpec("max_frames_per_s", 200.0, "Frames read per second and connection; over it the connection is not read "
+              "for a while (TCP holds the sender back).", min=1.0, max=100000.0),
+    ParamSpec("max_commands_per_s", 100.0, "Commands forwarded per second and connection; over it the newest one "
+              "waits and older ones are coalesced (DAMP never).", min=1.0, max=10000.0),
 )
 
 #: Frames larger than this close the connection (1009) inside websockets before we see them; anything smaller that
@@ -117,10 +128,15 @@ class WsStreamServer:
     """
 
     def __init__(self, host: str, port: int, on_packet: Callable[[bytes | str], RobotCommand | Rejection], *,
-                 max_clients: int, max_write_buffer: int) -> None:
+                 max_clients: int, max_write_buffer: int, forward: Callable[[RobotCommand], None] | None = None,
+                 max_frames_per_s: float = 200.0, gate: GateConfig | None = None) -> None:
         self.on_packet = on_packet
+        self.forward = forward or (lambda _cmd: None)
         self.max_clients = max_clients
         self.max_write_buffer = max_write_buffer
+        self.max_frames_per_s = max_frames_per_s
+        self.gate = CommandGate(gate or GateConfig())  # touched only on the loop's thread
+        self._flush_handle: asyncio.TimerHandle | None = None
         self.clients: dict[int, _Client] = {}
         self.counters: Counter[str] = Counter()
         self.loop = asyncio.new_event_loop()
@@ -161,17 +177,41 @@ class WsStreamServer:
         client = _Client(conn)
         self.clients[id(conn)] = client
         self.counters["connections"] += 1
+        reads = TokenBucket(self.max_frames_per_s, max(1.0, self.max_frames_per_s / 4), time.monotonic())
         try:
             async for message in conn:
+                now = time.monotonic()
+                if not reads.take(now):
+                    # a flood: stop reading this connection until its budget refills; the kernel's buffers fill
+                    # and TCP holds the sender back, so the flood costs this process nothing meanwhile
+                    self.counters["frames_throttled"] += 1
+                    await asyncio.sleep(reads.ready_at(now) - now)
+                    now = time.monotonic()
+                    reads.take(now)
                 out = self.on_packet(message)
                 if isinstance(out, Rejection):
                     client.rejected += 1
-                else:
-                    client.ack_sequence = out.sequence
+                    continue
+                client.ack_sequence = out.sequence
+                for cmd in self.gate.offer(id(conn), out, now):
+                    self.forward(cmd)
+                self._schedule_flush()
         except ConnectionClosed:
             pass
         finally:
             self.clients.pop(id(conn), None)
+
+    def _schedule_flush(self) -> None:
+        due = self.gate.next_due(time.monotonic())
+        if due is None or self._flush_handle is not None:
+            return
+        self._flush_handle = self.loop.call_later(max(0.0, due - time.monotonic()), self._flush)
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        for _key, cmd in self.gate.due(time.monotonic()):
+            self.forward(cmd)
+        self._schedule_flush()
 
     def send_state(self, packet: bytes) -> None:
         """Thread-safe: queue one encoded VAS1 packet (per-client fields zero) for every client."""
@@ -259,8 +299,14 @@ class BinaryStreamNode(Node):
         self.sampler = _NewestSampler(self.context, "binary_stream_sampler", {
             topics.PLANT_STATE: PlantState, topics.FIRMWARE_STATE: FirmwareState, topics.ODOM_TRUTH: Odometry})
         self.server = WsStreamServer(self.p["bind_host"], self.p["port"], self.on_packet,
-                                     max_clients=self.p["max_clients"], max_write_buffer=self.p["max_write_buffer"])
+                                     max_clients=self.p["max_clients"], max_write_buffer=self.p["max_write_buffer"],
+                                     forward=self.forward, max_frames_per_s=self.p["max_frames_per_s"],
+                                     gate=GateConfig(rate_per_source=self.p["max_commands_per_s"],
+                                                     burst_per_source=max(1.0, self.p["max_commands_per_s"] / 5)))
         self.create_timer(1.0 / self.p["rate_hz"], self.on_timer)
+        # an observer (and the lowest command source): a flood on its socket runs at the lowest CPU priority, so it
+        # never competes with the closed loop; DDS receive threads and the server thread included
+        renice_all_threads(int(self.p["cpu_nice"]))
         host, port = self.server.address
         self.get_logger().info(f"binary stream ready: ws://{host}:{port} (VAS1 {bs.STATE_SIZE} B state at "
                                f"<= {self.p['rate_hz']:g} Hz, VAC1 {bs.COMMAND_SIZE} B commands)")
@@ -273,7 +319,9 @@ class BinaryStreamNode(Node):
             f"binary stream closed: {self.server.counters['connections']} connections, "
             f"{self.server.counters['state_sent']} state packets sent, "
             f"{self.server.counters['state_skipped_slow_client']} skipped for slow clients, {self.accepted} commands "
-            f"accepted, {total} refused {dict(self.rejections)}")
+            f"accepted, {total} refused {dict(self.rejections)}; flood control: "
+            f"{self.server.gate.counters['forwarded']} forwarded, {self.server.gate.counters['coalesced']} coalesced, "
+            f"{self.server.counters['frames_throttled']} reads throttled")
 
     # -- ROS side (executor thread) --------------------------------------------------------------------------------
     def on_timer(self) -> None:
@@ -305,13 +353,17 @@ class BinaryStreamNode(Node):
             self.log_limited(out.reason, f"binary command refused: {out.reason}: {out.detail} "
                                          f"(refused so far: {sum(self.rejections.values())})")
             return out
-        m = to_msg(out)
+        self.accepted += 1
+        return out
+
+    def forward(self, cmd: RobotCommand) -> None:
+        """A command the gate let through: onto /vasimov/command (server thread; rclpy publishers are
+        thread-safe)."""
+        m = to_msg(cmd)
         plant = self.plant
         if plant is not None:
             m.stamp = plant.stamp
         self.pub_cmd.publish(m)
-        self.accepted += 1
-        return out
 
 
 def main(args: list[str] | None = None) -> int:

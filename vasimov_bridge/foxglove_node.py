@@ -12,7 +12,9 @@
   robot from ``/joint_states`` and the base pose of the ground-truth odometry (``kinematics_tf``), so the URDF
   on ``/robot_description`` moves in the 3D panel.
 * Clients may publish ``/cmd_vel`` and ``/vasimov/teleop/mode`` only (``foxglove_teleop``); anything else is
-  refused, logged and counted. Validated commands enter the graph as source FOXGLOVE.
+  refused, logged and counted. Validated commands enter the graph as source FOXGLOVE, at most
+  ``teleop_max_commands_per_s`` per client (``inlet_gate``: newest velocity wins, DAMP never shed); a client's
+  messages beyond ``teleop_max_messages_per_s`` are dropped before decoding. Both counted.
 * The parameters capability lists every node's parameters (``/node.param``); read-only ones cannot be set, the
   others are checked against their descriptor before the node is asked (``foxglove_params``).
 * Every Foxglove client connects, whichever name of protocol v1 it offers: the SDK's server accepts only
@@ -58,7 +60,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
-from vasimov.commands import Rejection, RobotCommand, VelocityCommand
+from vasimov.commands import DampCommand, Rejection, RobotCommand, VelocityCommand
 from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
@@ -68,6 +70,7 @@ from vasimov.ros.spin import run_node
 from vasimov_bridge import foxglove_params as fp
 from vasimov_bridge import foxglove_schemas, foxglove_teleop
 from vasimov_bridge.foxglove_front import SubprotocolFront
+from vasimov_bridge.inlet_gate import CommandGate, GateConfig, SourceBudgets
 from vasimov_bridge.kinematics_tf import KinematicTree, LinkTransform
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -96,6 +99,10 @@ PARAMS: tuple[ParamSpec, ...] = (
               "(the firmware then clamps accepted ones to its own caps).", min=0.0, max=5.0, read_only=False),
     ParamSpec("teleop_max_angular", 2.0, "Largest |vyaw| (rad/s) a client's /cmd_vel may ask; more is refused.",
               min=0.0, max=10.0, read_only=False),
+    ParamSpec("teleop_max_messages_per_s", 200.0, "Messages per second a client may have decoded on its teleop "
+              "channels; beyond, they are dropped unread (counted).", min=1.0, max=100000.0),
+    ParamSpec("teleop_max_commands_per_s", 50.0, "Teleop commands per second and client handed to the firmware; "
+              "beyond, the newest waits and older ones are coalesced (DAMP never).", min=1.0, max=10000.0),
     ParamSpec("batch_period", 0.01, "Wall seconds the bridge lets ROS messages gather between takes: one wake-up "
               "per batch instead of per message keeps a viewer's CPU off the lockstep critical path (0 = per "
               "message).", min=0.0, max=0.5),
@@ -265,6 +272,14 @@ class FoxgloveBridgeNode(Node):
 
         self.pub_twist = self.create_publisher(Twist, topics.CMD_VEL, qos.COMMANDS)
         self.pub_cmd = self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
+        # teleop floods are shed here, before the graph: raw budget per client, then the command gate
+        self.teleop_reads = SourceBudgets(self.p["teleop_max_messages_per_s"],
+                                          max(1.0, self.p["teleop_max_messages_per_s"] / 4))
+        self.teleop_gate = CommandGate(GateConfig(rate_per_source=self.p["teleop_max_commands_per_s"],
+                                                  burst_per_source=max(1.0, self.p["teleop_max_commands_per_s"] / 5)),
+                                       is_stop=lambda routed: isinstance(routed[1], DampCommand))
+        self.teleop_lock = threading.Lock()  # SDK threads and the flush timer share the gate
+        self.teleop_flush: threading.Timer | None = None
         self.clock_sub: Subscription | None = None  # /clock only while some client watches something
         self.create_subscription(ParameterEvent, "/parameter_events", self.on_parameter_event,
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
@@ -575,13 +590,47 @@ class FoxgloveBridgeNode(Node):
             self.log_limited("client_refused", f"client message refused: {why}")
             return
         topic, encoding = route
+        now = time.monotonic()
+        with self.teleop_lock:
+            admitted = self.teleop_reads.take(client, now)
+        if not admitted:
+            self.count("client_messages_shed")
+            self.log_limited("teleop_shed", f"client {client} sends more than "
+                                            f"{self.p['teleop_max_messages_per_s']:g} messages/s: dropped unread")
+            return
         cmd = foxglove_teleop.decode(topic, encoding, bytes(data), limits)
         if isinstance(cmd, Rejection):
             self.count(f"client_messages_refused.{cmd.reason}")
             self._refuse(cmd, f"client {client} on {topic}")
             return
-        self._publish_command(topic, cmd)
         self.count("client_messages_accepted")
+        with self.teleop_lock:
+            before = self.teleop_gate.counters["coalesced"]
+            out = self.teleop_gate.offer(client, (topic, cmd), now)
+            coalesced = self.teleop_gate.counters["coalesced"] - before
+        if coalesced:
+            self.count("client_commands_coalesced", coalesced)
+        for routed_topic, c in out:
+            self._publish_command(routed_topic, c)
+        self._schedule_teleop_flush()
+
+    def _schedule_teleop_flush(self) -> None:
+        """A waiting (coalesced) command leaves when its client's budget refills, even if nothing else arrives."""
+        with self.teleop_lock:
+            due = self.teleop_gate.next_due(time.monotonic())
+            if due is None or self.teleop_flush is not None:
+                return
+            self.teleop_flush = threading.Timer(max(0.0, due - time.monotonic()), self._flush_teleop)
+            self.teleop_flush.daemon = True
+            self.teleop_flush.start()
+
+    def _flush_teleop(self) -> None:
+        with self.teleop_lock:
+            self.teleop_flush = None
+            out = self.teleop_gate.due(time.monotonic())
+        for _client, (routed_topic, c) in out:
+            self._publish_command(routed_topic, c)
+        self._schedule_teleop_flush()
 
     def _publish_command(self, topic: str, cmd: RobotCommand) -> None:
         if topic == topics.CMD_VEL and isinstance(cmd, VelocityCommand):

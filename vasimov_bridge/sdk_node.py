@@ -3,28 +3,37 @@
 * UDP :8850 in: every datagram is decoded and validated (`sdk_wire`); valid commands go to the firmware's arbiter
   on `/vasimov/command`, rejections are counted (exposed at `GET /api/sim/counters`).
 * UDP out to state_host:8851: one RobotState per `state_rate_hz` of simulated time, unsolicited, from boot, in every
-  mode, built from the plant's sensor state (motor space) and the firmware's latest state. Sequence and firmware
+  mode, built from the plant's sensor state (motor space) and the firmware state that drove it, never an older one
+  (`state_pairing`: a sample waits briefly for its firmware part; when the firmware falls more than
+  `max_firmware_lag` behind, as with a stalled edge, frames report DAMP with the critical alert 4, "a firmware
+  thread stopped responding", until it answers again). Sequence and firmware
   timestamp restart on a virtual restart. `joint_current` is the sample's motor torque through the thermal model's
   assumed torque constant (`vasimov_edge.thermal.motor_current`; approximate, FIDELITY.md).
 * HTTP :3000: `/api/version` for the SDK's target check, and the simulator's own endpoints under `/api/sim/`.
+  Push and inject answer 409 while the plant is faulted (a physics divergence holds until a restart).
+* `/vasimov/sdk/datagrams` carries copies of the datagrams only while someone subscribes (a recorder).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
+from functools import cache
 from typing import Any
 
 import numpy as np
 from nav_msgs.msg import Odometry
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
-from vasimov_msgs.msg import FirmwareState, PlantState, SdkDatagram, SimControl
+from vasimov_msgs.msg import FirmwareState, PlantFault, PlantState, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import graph_status, motor_space
 from vasimov.commands import RobotCommand
 from vasimov.frames import projected_gravity, rotate, yaw_from_quat
+from vasimov.model.urdf import link_names
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.convert import from_stamp
@@ -32,8 +41,19 @@ from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
 from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response, parse_push
+from vasimov_bridge.state_pairing import FRESH, Paired, StatePairing
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
+from vasimov_edge.firmware import ALERT_FIRMWARE_STALL, ERROR_FLAGS_FIRST_ALERT_BIT, FAULT_LATCHED_FLAG, alert_severity
 from vasimov_edge.thermal import motor_current, torque_constant
+
+#: What a frame reports while its firmware part is stale: DAMP, latched, "a firmware thread stopped responding".
+STALE_ERROR_FLAGS = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + ALERT_FIRMWARE_STALL))
+
+
+@cache
+def robot_bodies() -> frozenset[str]:
+    """The bodies a push may name: the robot's links (= the plant's MuJoCo bodies)."""
+    return frozenset(link_names())
 
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
@@ -46,7 +66,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("state_rate_hz", 200.0, "RobotState datagrams per simulated second (the hardware's UDP rate is "
               "200 Hz); must divide the physics rate.", min=1.0, max=1000.0),
     ParamSpec("robot_os_version", "0.2.0", "robot_os_version reported by /api/version (the SDK needs 0.2.x)."),
-    ParamSpec("record_datagrams", True, "Publish every SDK datagram in and out on /vasimov/sdk/datagrams."),
+    ParamSpec("record_datagrams", True, "Publish every SDK datagram in and out on /vasimov/sdk/datagrams while "
+              "someone subscribes (a recorder); nothing is copied while nobody listens."),
+    ParamSpec("max_firmware_lag", 0.1, "Simulated seconds the firmware part of a state frame may lag the plant "
+              "sample it goes with (the frame waits for it meanwhile); beyond, frames report DAMP with the critical "
+              "alert 'a firmware thread stopped responding'.", min=0.02, max=2.0),
     ParamSpec("lockstep_batch_period", 0.005, "Lockstep only: wall seconds the bridge lets state messages gather "
               "between takes (lockstep time has no wall-clock meaning, so the stream may leave in bursts; one "
               "wake-up per batch frees CPU for the loop). Real time always reacts per message.", min=0.0, max=0.1),
@@ -71,14 +95,24 @@ class SdkBridgeNode(Node):
         self.batch_period = self.p["lockstep_batch_period"] if self.p["lockstep"] else 0.0  # read by run_node
         self.last_plant: PlantState | None = None
         self.build_errors = 0
+        decimation = int(self.p["control_decimation"])
+        self.pairing: StatePairing[PlantState, FirmwareState] = StatePairing(
+            decimation, max_lag_ticks=max(1, round(self.p["max_firmware_lag"] / (dt * decimation))))
+        self.stale_since_us: int | None = None  # firmware time the current stale stretch began
+        self.plant_fault: PlantFault | None = None  # the newest physics fault (valid for its epoch only)
+        self.tap_active = False  # someone subscribes to the datagram copies
         self.torque_constant = torque_constant()  # the same assumed k_t the firmware's thermal model heats with
 
         self.pub_cmd = self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
         self.pub_sim = self.create_publisher(SimControl, topics.SIM_CONTROL, qos.COMMANDS)
         self.pub_dgram = (self.create_publisher(SdkDatagram, topics.SDK_DATAGRAMS, qos.STATE_STREAM)
                           if self.p["record_datagrams"] else None)
-        self.create_subscription(PlantState, topics.PLANT_STATE, self.on_plant_state, qos.STATE_STREAM)
+        # the firmware state first: with both ready, the executor takes it before the samples it drove
         self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
+        self.create_subscription(PlantState, topics.PLANT_STATE, self.on_plant_state, qos.STATE_STREAM)
+        self.create_subscription(PlantFault, topics.PLANT_FAULT, self.on_plant_fault, qos.LATCHED)
+        if self.pub_dgram is not None:
+            self.create_timer(0.1, self._check_tap, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.create_subscription(Odometry, topics.ODOM_TRUTH, self.on_truth, qos.TELEMETRY, raw=True)
 
         self.lane = UdpLane(
@@ -107,10 +141,26 @@ class SdkBridgeNode(Node):
         self.http.stop()
 
     # -- ROS inputs ----------------------------------------------------------------------------------------------
+    def _check_tap(self) -> None:
+        self.tap_active = self.pub_dgram is not None and self.pub_dgram.get_subscription_count() > 0
+
+    def on_plant_fault(self, msg: PlantFault) -> None:
+        if msg.kind != "internal_error":
+            self.plant_fault = msg
+            self.get_logger().error(f"plant fault in life {msg.epoch}: {msg.kind}: {msg.message}")
+
+    def faulted(self) -> PlantFault | None:
+        """This life's physics fault, if any (a restart starts a new life)."""
+        fault = self.plant_fault
+        return fault if fault is not None and fault.epoch == self.epoch else None
+
     def on_firmware(self, msg: FirmwareState) -> None:
         with self.lock:
-            if msg.epoch == self.epoch:
-                self.fw = msg
+            if msg.epoch != self.epoch:
+                return
+            self.fw = msg
+        for paired in self.pairing.firmware(int(msg.tick), msg):
+            self._send(paired)
 
     def on_truth(self, data: bytes) -> None:
         self.truth = data
@@ -121,19 +171,47 @@ class SdkBridgeNode(Node):
                 self.epoch = msg.epoch
                 self.sequence = 0  # a new firmware life: a new stream
                 self.fw = None
+                self.pairing.reset()
+                self.stale_since_us = None
             self.last_plant = msg
-            if msg.step % self.state_every != 0:
-                return
-            fw = self.fw
+        if msg.step % self.state_every != 0:
+            return
+        for paired in self.pairing.plant(int(msg.step), msg):
+            self._send(paired)
+
+    def _send(self, paired: Paired[PlantState, FirmwareState]) -> None:
+        with self.lock:
             self.sequence = (self.sequence + 1) & 0xFFFFFFFF
             seq = self.sequence
+        msg = paired.sample
         try:
-            frame = self._frame(msg, fw, seq)
+            if paired.verdict == FRESH:
+                if self.stale_since_us is not None:
+                    self.stale_since_us = None
+                    self.get_logger().info("firmware state fresh again")
+                frame = self._frame(msg, paired.firmware, seq)
+            else:
+                frame = self._stale_frame(msg, seq)
         except ValueError as exc:  # a non-finite reading must not reach the SDK as a half-built frame
             self.build_errors += 1
             self.get_logger().error(f"state frame not sent: {exc}", throttle_duration_sec=1.0)
             return
         self.lane.send_state(sdk_wire.encode_state(frame))
+
+    def _stale_frame(self, msg: PlantState, seq: int) -> sdk_wire.StateFrame:
+        """A sample whose firmware part is too old: what the robot reports when a firmware thread stops
+        responding (DAMP, latched, critical alert 4), never the last "MOVE" the firmware said."""
+        now_us = round(msg.step * self.dt * 1e6)
+        if self.stale_since_us is None:
+            self.stale_since_us = now_us
+            self.get_logger().error(
+                f"firmware state more than {self.p['max_firmware_lag']:g} s behind the plant at step {msg.step}: "
+                "reporting DAMP with FIRMWARE_STALL until it answers again")
+        frame = self._frame(msg, None, seq)
+        alert = sdk_wire.AlertEntry(id=ALERT_FIRMWARE_STALL, severity=alert_severity(ALERT_FIRMWARE_STALL),
+                                    value=0, threshold=0, first_set_us=self.stale_since_us, source_id=0)
+        return dataclasses.replace(frame, current_mode=0, error_flags=STALE_ERROR_FLAGS, active_alerts=[alert],
+                                   joint_temp=None)
 
     def _frame(self, msg: PlantState, fw: FirmwareState | None, seq: int) -> sdk_wire.StateFrame:
         quat = np.asarray(msg.imu_orientation)
@@ -167,6 +245,8 @@ class SdkBridgeNode(Node):
         self.pub_cmd.publish(m)
 
     def on_datagram(self, direction: str, peer: Any, data: bytes) -> None:
+        if not self.tap_active:
+            return  # nobody records: copying every datagram would only cost CPU (under a flood, a lot)
         m = SdkDatagram()
         plant = self.last_plant
         if plant is not None:
@@ -205,8 +285,17 @@ class SdkBridgeNode(Node):
         self.get_logger().info("virtual restart requested over HTTP")
         return Response({"restarting": True, "previous_epoch": self.epoch}, status=202)
 
+    def _refuse_while_faulted(self, what: str) -> None:
+        fault = self.faulted()
+        if fault is not None:
+            raise HttpError(409, f"{what} refused: the plant is faulted ({fault.kind}: {fault.message}); "
+                                 "POST /api/sim/restart recovers", fault=fault.kind)
+
     def http_push(self, req: Request) -> Any:
         push = parse_push(req.body)
+        if push.body not in robot_bodies():
+            raise HttpError(404, f"no body {push.body!r}; valid: {', '.join(sorted(robot_bodies()))}")
+        self._refuse_while_faulted("push")
         m = SimControl(action=SimControl.ACTION_PUSH, body=push.body, force=[float(v) for v in push.force],
                        duration=float(push.duration))
         self._send_sim(m)
@@ -217,6 +306,7 @@ class SdkBridgeNode(Node):
         body = req.body if isinstance(req.body, dict) else {}
         if body.get("fault") != "non_finite":
             raise HttpError(400, 'inject needs {"fault": "non_finite"} (the only fault the plant can inject)')
+        self._refuse_while_faulted("inject")
         self._send_sim(SimControl(action=SimControl.ACTION_INJECT_FAULT))
         return Response({"injected": "non_finite"}, status=202)
 
@@ -237,17 +327,26 @@ class SdkBridgeNode(Node):
             "http": self.http.counters,
             "state_frames_sent": int(self.sequence),
             "state_build_errors": self.build_errors,
+            "state_frames_stale_firmware": self.pairing.stale_frames,
+            "state_frames_held_for_firmware": self.pairing.held_frames,
+            "datagram_tap_active": self.tap_active,
+            "plant_fault": self._fault_json(),
             "firmware": {} if fw is None else dict(zip(fw.counter_names, [int(v) for v in fw.counter_values],
                                                        strict=True)),
             # the supervisor's view of the processes (exits, restarts of observers); None under ros2 launch
             "graph": graph_status.read(),
         }
 
+    def _fault_json(self) -> dict[str, Any] | None:
+        fault = self.faulted()
+        return None if fault is None else {"kind": fault.kind, "message": fault.message, "step": int(fault.step)}
+
     def http_firmware(self, req: Request) -> Any:
         fw = self.fw
         if fw is None:
             raise HttpError(503, "no firmware state yet")
-        return {"mode": fw.mode_name, "move_submode": fw.move_submode, "armed": fw.armed,
+        return {"mode": fw.mode_name, "plant_fault": self._fault_json(),
+                "firmware_stale": self.stale_since_us is not None, "move_submode": fw.move_submode, "armed": fw.armed,
                 "error_flags": fw.error_flags, "control_source": fw.control_source,
                 "policy_active": fw.policy_active, "gantry_engaged": fw.gantry_engaged,
                 "velocity_command": list(fw.velocity_command),

@@ -7,12 +7,15 @@ this follows (``docs/menlo_sdk_contract.md`` section 1.1):
   preconfigured destination (127.0.0.1:8851 by default) whether or not anyone listens, from boot, in every mode;
 * there is no verdict channel: a bad datagram is dropped, counted by reason, and logged at a bounded rate.
 
-Load behaviour: the receive socket has a fixed kernel buffer, so a flood is dropped by the OS rather than queued in
-Python. The thread decodes every datagram it reads (cheap) but forwards at most ``max_commands_per_s`` commands
-to the callback (a token bucket) so a flood cannot monopolise the node; DAMP is exempt, a stop is never shed by
-this lane. ``send_state`` never blocks: the send socket is non-blocking and a full buffer, a refused port
-(Linux reports an ICMP port-unreachable on a connected UDP socket as ``ECONNREFUSED`` on a later call) or any
-other ``OSError`` drops that one frame and counts it.
+Load behaviour (a flood must cost the graph as little as possible, and never starve the closed loop): the receive
+socket is non-blocking with a small kernel buffer, and the thread reads at most ``batch_max`` datagrams per wake-up
+and wakes at most once per ``batch_period_s`` while datagrams keep coming, so its CPU is bounded whatever arrives;
+the rest is dropped by the kernel, counted from the socket's own counter (``socket_drops``). Of what it reads, each
+sender may have ``max_decodes_per_source_s`` datagrams decoded (over that they are dropped before parsing, the
+cheapest drop; valid or not), and valid commands pass a ``CommandGate`` (per-sender budget, newest velocity wins,
+DAMP never shed) before the callback. ``send_state`` never blocks: the send socket is non-blocking and a full
+buffer, a refused port (Linux reports an ICMP port-unreachable on a connected UDP socket as ``ECONNREFUSED`` on a
+later call) or any other ``OSError`` drops that one frame and counts it.
 """
 
 from __future__ import annotations
@@ -21,15 +24,19 @@ import contextlib
 import errno
 import logging
 import math
+import os
+import select
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from vasimov.commands import CommandSource, DampCommand, Rejection, RobotCommand
+from vasimov_bridge.inlet_gate import CommandGate, GateConfig, SourceBudgets
 from vasimov_bridge.sdk_wire import RejectionCounter, decode_command
+from vasimov_bridge.socket_drops import kernel_drops
 
 log = logging.getLogger("vasimov.udp_lane")
 
@@ -51,12 +58,21 @@ class UdpLaneConfig:
 
     command_bind: tuple[str, int] = DEFAULT_COMMAND_BIND
     state_destination: tuple[str, int] = DEFAULT_STATE_DESTINATION
-    #: Kernel receive buffer. 256 KiB holds ~0.1 s of a 10k/s flood of max-size commands; excess is dropped by the
-    #: OS, so memory stays flat whatever arrives.
-    recv_buffer_bytes: int = 256 * 1024
-    #: Commands handed to ``on_command`` per second, burst included (DAMP exempt). The SDK sends at most ~60/s
-    #: (set_joints at 50 Hz plus the 10 Hz keepalive).
-    max_commands_per_s: float = 1000.0
+    #: Kernel receive buffer: ~100 small datagrams, i.e. at most ~15 ms of queue at the read cap below; excess is
+    #: dropped by the OS (and counted), so memory and command latency stay flat whatever arrives.
+    recv_buffer_bytes: int = 64 * 1024
+    #: Datagrams read per wake-up, and the shortest time between wake-ups while datagrams keep arriving: together
+    #: the most this lane ever reads (6400/s), i.e. the most CPU a flood can take from this process.
+    batch_max: int = 64
+    batch_period_s: float = 0.01
+    #: Datagrams one sender may have decoded per second (burst: a quarter of it); over it they are dropped unread.
+    #: The SDK sends at most ~60/s (set_joints at 50 Hz plus the 10 Hz keepalive).
+    max_decodes_per_source_s: float = 250.0
+    #: Forwarding budget per sender and in all, newest-wins coalescing, DAMP never shed (``inlet_gate``).
+    gate: GateConfig = field(default_factory=GateConfig)
+    #: Niceness added to the receive thread only (not the state sender): under a flood the reading yields the CPU
+    #: to the closed loop's processes.
+    rx_nice: int = 10
     #: Each rejection reason / send failure is logged at most once per this many seconds, with the count since.
     log_interval_s: float = 5.0
     #: How often the receive thread wakes to notice ``close()``; bounds close latency.
@@ -71,7 +87,9 @@ class UdpLaneConfig:
             raise ValueError("state_destination needs a real port (the SDK listens on 8851 by default)")
         if self.recv_buffer_bytes < 4096:
             raise ValueError("recv_buffer_bytes must be >= 4096")
-        for name in ("max_commands_per_s", "log_interval_s", "poll_s"):
+        if self.batch_max < 1:
+            raise ValueError("batch_max must be >= 1")
+        for name in ("max_decodes_per_source_s", "batch_period_s", "log_interval_s", "poll_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be finite and positive, got {value!r}")
@@ -130,8 +148,9 @@ class UdpLane:
         self._dest: Peer = ("", 0)  # resolved state destination, the peer of every "tx" tap
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._tokens = self.config.max_commands_per_s
-        self._tokens_at = time.monotonic()
+        self._budgets = SourceBudgets(self.config.max_decodes_per_source_s,
+                                      max(1.0, self.config.max_decodes_per_source_s / 4))
+        self.gate = CommandGate(self.config.gate)
 
     # ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────────
     def start(self) -> None:
@@ -146,7 +165,7 @@ class UdpLane:
         try:
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg.recv_buffer_bytes)
             rx.bind((cfg.command_bind[0], int(cfg.command_bind[1])))
-            rx.settimeout(cfg.poll_s)
+            rx.setblocking(False)  # the thread waits in poll(); reads never block
             # An unconnected send socket (sendto): on a connected UDP socket Linux turns the ICMP port-unreachable
             # for frame n into ECONNREFUSED on send n+1, which would drop every second frame while no SDK listens;
             # the robot streams regardless of listeners, and so does this. Bound up front so the source address
@@ -201,9 +220,17 @@ class UdpLane:
 
     @property
     def counters(self) -> dict[str, int]:
-        """A JSON-able snapshot of the traffic counters (rx/tx totals, drop classes) for ``/api/sim/counters``;
-        the per-reason command rejections are ``rejections.snapshot()``."""
-        return self.stats.snapshot()
+        """A JSON-able snapshot of the traffic counters (rx/tx totals, drop classes, the gate's forwarded and
+        coalesced commands, the kernel's drops on the command socket) for ``/api/sim/counters``; the per-reason
+        command rejections are ``rejections.snapshot()``."""
+        out = dict(self.stats.snapshot())
+        for name, value in dict(self.gate.counters).items():
+            out[f"gate_{name}"] = int(value)
+        rx = self._rx
+        drops = kernel_drops(rx) if rx is not None else None
+        if drops is not None:
+            out["rx_kernel_drops"] = drops
+        return out
 
     # ── out ───────────────────────────────────────────────────────────────────────────────────────────────────
     def send_state(self, data: bytes) -> bool:
@@ -233,23 +260,51 @@ class UdpLane:
 
     # ── in ────────────────────────────────────────────────────────────────────────────────────────────────────
     def _receive_loop(self, rx: socket.socket) -> None:
+        cfg = self.config
+        if cfg.rx_nice > 0:
+            with contextlib.suppress(OSError):
+                tid = threading.get_native_id()
+                os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + cfg.rx_nice))
+        poller = select.poll()
+        poller.register(rx, select.POLLIN)
         while not self._stop.is_set():
-            try:
-                data, peer = rx.recvfrom(_RECV_BYTES)
-            except TimeoutError:
+            now = time.monotonic()
+            due = self.gate.next_due(now)
+            wait_s = cfg.poll_s if due is None else min(cfg.poll_s, max(0.0, due - now))
+            if not poller.poll(wait_s * 1000.0):
+                self._forward_due(time.monotonic())
                 continue
-            except OSError as exc:
-                if self._stop.is_set():
-                    return
-                # ECONNREFUSED and friends can surface on a UDP socket's next recv; none is fatal.
-                self.stats.add("rx_socket_error")
-                self._log(logging.WARNING, "rx_socket_error", "command socket error: %s", exc)
-                continue
-            self._handle_datagram(data, (str(peer[0]), int(peer[1])))
+            batch: list[tuple[bytes, Peer]] = []
+            while len(batch) < cfg.batch_max:
+                try:
+                    data, peer = rx.recvfrom(_RECV_BYTES)
+                except BlockingIOError:
+                    break
+                except OSError as exc:
+                    if self._stop.is_set():
+                        return
+                    # ECONNREFUSED and friends can surface on a UDP socket's next recv; none is fatal.
+                    self.stats.add("rx_socket_error")
+                    self._log(logging.WARNING, "rx_socket_error", "command socket error: %s", exc)
+                    break
+                batch.append((data, (str(peer[0]), int(peer[1]))))
+            now = time.monotonic()
+            for data, peer in batch:
+                self._handle_datagram(data, peer, now)
+            self._forward_due(now)
+            if len(batch) >= cfg.batch_max:
+                # more is waiting: a flood. Let it queue (and overflow, counted by the kernel) rather than spin.
+                self._stop.wait(cfg.batch_period_s)
 
-    def _handle_datagram(self, data: bytes, peer: Peer) -> None:
+    def _handle_datagram(self, data: bytes, peer: Peer, now: float | None = None) -> None:
         """One datagram, start to finish; nothing here may raise into the loop."""
+        now = time.monotonic() if now is None else now
         self.stats.add("rx_datagrams")
+        if not self._budgets.take(peer, now):
+            self.stats.add("rx_shed_source_budget")
+            self._log(logging.WARNING, "shed", "datagrams from %s:%d above %.0f/s: dropped unread", peer[0], peer[1],
+                      self.config.max_decodes_per_source_s)
+            return
         self._tap("rx", peer, data)
         try:
             cmd = decode_command(data, self._source)
@@ -269,10 +324,19 @@ class UdpLane:
                 count,
             )
             return
-        if not isinstance(cmd, DampCommand) and not self._take_token():
-            self.stats.add("rx_rate_limited")
-            self._log(logging.WARNING, "rate", "command rate above %.0f/s: shedding", self.config.max_commands_per_s)
-            return
+        before = self.gate.counters["coalesced"]
+        out = self.gate.offer(peer, cmd, now)
+        if self.gate.counters["coalesced"] > before or (not out and not isinstance(cmd, DampCommand)):
+            self._log(logging.WARNING, "rate", "commands from %s:%d above %.0f/s: newest kept, older coalesced",
+                      peer[0], peer[1], self.config.gate.rate_per_source)
+        for c in out:
+            self._deliver(c, peer)
+
+    def _forward_due(self, now: float) -> None:
+        for peer, cmd in self.gate.due(now):
+            self._deliver(cmd, peer)
+
+    def _deliver(self, cmd: RobotCommand, peer: Peer) -> None:
         self.stats.add("rx_commands")
         try:
             self._on_command(cmd, peer)
@@ -280,17 +344,6 @@ class UdpLane:
             self.stats.add("callback_error")
             self._log(logging.ERROR, "callback", "on_command raised for %r", cmd)
             log.debug("on_command traceback", exc_info=True)
-
-    def _take_token(self) -> bool:
-        """Token bucket: refills at ``max_commands_per_s``, holds at most one second's worth."""
-        rate = self.config.max_commands_per_s
-        now = time.monotonic()
-        self._tokens = min(rate, self._tokens + (now - self._tokens_at) * rate)
-        self._tokens_at = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        return False
 
     def _tap(self, direction: Direction, peer: Peer, data: bytes) -> None:
         if self._on_datagram is None:

@@ -115,6 +115,8 @@ class MoveSubmode(StrEnum):
 # Alert ids as the firmware numbers them (fact sheet ``firmware_behaviour.alert_ids``; the SDK's ``ALERT_NAMES``;
 # asimov-protocol's ``AlertId``).
 ALERT_MOTOR_OVERTEMP = 2
+ALERT_IMU_FAULT = 3  # "The IMU stopped reporting correctly": the twin's sensors after a physics divergence
+ALERT_FIRMWARE_STALL = 4  # "A firmware thread stopped responding": reported by the SDK bridge for a stalled edge
 ALERT_FALL_DETECTED = 7
 ALERT_MOTOR_TEMP_HIGH = 17
 SEVERITY_CRITICAL = int(AlertSeverity.CRITICAL)
@@ -339,6 +341,7 @@ COUNTERS: tuple[str, ...] = (
     "trajectory_timeouts",
     "fall_latches",
     "overtemp_latches",
+    "sensor_fault_latches",
     "gantry_releases",
     "mode_changes",
     # the tick's inputs
@@ -732,6 +735,13 @@ class Firmware:
             self._gantry_lowering = False
             self._counters["gantry_releases"] += 1
 
+    def latch_sensor_fault(self) -> None:
+        """The robot's sensors stopped reporting (the twin's physics diverged; the plant holds the last finite
+        reading): latch DAMP with the critical IMU_FAULT alert, as the firmware does for a sensor that fails. The
+        alert stays until a restart, because the condition does."""
+        self._alerts.update(ALERT_IMU_FAULT, 0, True, 1.0, 0.0, self._clock)
+        self._latch(ALERT_IMU_FAULT, "sensor_fault_latches")
+
     def _latch(self, alert_id: int, counter: str) -> None:
         bit = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + alert_id))
         if self._error_flags & bit == bit:
@@ -972,6 +982,8 @@ def _targets(pos: np.ndarray, vel: np.ndarray, kp: np.ndarray, kd: np.ndarray, f
 
 __all__ = [
     "ALERT_FALL_DETECTED",
+    "ALERT_FIRMWARE_STALL",
+    "ALERT_IMU_FAULT",
     "ALERT_MOTOR_OVERTEMP",
     "ALERT_MOTOR_TEMP_HIGH",
     "COUNTERS",

@@ -14,7 +14,7 @@ import time
 import numpy as np
 from geometry_msgs.msg import Twist
 from rclpy.node import Node
-from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantState, PolicyStep
+from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantFault, PlantState, PolicyStep
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import joints
@@ -67,14 +67,18 @@ class EdgeNode(Node):
         self.policy_late = 0
         self.last_mode: int | None = None
 
+        self.pending_fault_epoch: int | None = None  # a plant fault of a life this node has not seen a tick of yet
         self.pub_cmd = self.create_publisher(MotorCommand, topics.MOTOR_COMMAND, qos.LOOP)
         self.pub_state = self.create_publisher(FirmwareState, topics.FIRMWARE_STATE, qos.LOOP)
-        sub_policy = self.create_subscription(PolicyStep, topics.POLICY_STEP, self.on_policy, qos.LOOP)
+        # real time: the newest few ticks/answers only, so a stalled edge resumes at the present, not seconds behind
+        loop_in = qos.LOOP if self.lockstep else qos.LOOP_NEWEST
+        sub_policy = self.create_subscription(PolicyStep, topics.POLICY_STEP, self.on_policy, loop_in)
         self.create_subscription(RobotCommandMsg, topics.ROBOT_COMMAND, self.on_command, qos.COMMANDS)
         self.create_subscription(Twist, topics.CMD_VEL, self.on_cmd_vel, qos.COMMANDS)
+        self.create_subscription(PlantFault, topics.PLANT_FAULT, self.on_plant_fault, qos.LATCHED)
         self.m_cmd = MotorCommand()
         self.m_state = FirmwareState()
-        subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
+        subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, loop_in)  # noqa: E731
         if self.lockstep:
             subscribe_when_ready(self, [sub_policy], subscribe_tick, outputs=[self.pub_cmd, self.pub_state])
         else:
@@ -113,6 +117,22 @@ class EdgeNode(Node):
         slot = self.sync.take(tick)
         if slot is not None:
             self._decide(slot["state"], slot["policy"])
+
+    def on_plant_fault(self, msg: PlantFault) -> None:
+        """The plant's physics diverged (or it injected a fault): the sensors hold their last reading, so the
+        firmware latches DAMP with a critical sensor alert, as the robot does when a sensor stops reporting."""
+        if msg.kind == "internal_error":
+            return  # the plant is exiting; the graph stops
+        if msg.epoch > self.epoch:
+            self.pending_fault_epoch = int(msg.epoch)
+            return
+        if msg.epoch == self.epoch:
+            self._latch_plant_fault(msg.kind)
+
+    def _latch_plant_fault(self, kind: str) -> None:
+        self.firmware.latch_sensor_fault()
+        self.get_logger().error(f"plant fault ({kind}): the sensors stopped reporting; DAMP latched with IMU_FAULT "
+                                "until a restart")
 
     def on_command(self, msg: RobotCommandMsg) -> None:
         cmd = from_msg(msg)
@@ -153,6 +173,9 @@ class EdgeNode(Node):
         self.last_tick = -1
         self.t_fw = 0.0
         self.last_policy = None
+        if self.pending_fault_epoch == epoch:
+            self.pending_fault_epoch = None
+            self._latch_plant_fault("reported before this life's first tick")
 
     # -- one control tick ----------------------------------------------------------------------------------------
     def _decide(self, state: PlantState, policy: PolicyStep | None) -> None:

@@ -15,6 +15,7 @@ sensors read (every step) plus ground truth and `/clock`. Two time modes:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -120,6 +121,12 @@ class PlantNode(Node):
         self.epoch = 0
         self.time_offset = 0.0  # keeps /clock monotonic across virtual restarts
         self.faulted = False
+        # Physics faulted: the robot's clock and the sensor stream go on (the last finite reading, held) so the
+        # firmware can report the fault the way the robot would, instead of the graph going silent.
+        self.held_steps = 0  # steps published since the fault, without physics
+        self.last_good: StepSnapshot | None = None
+        self.fault: PlantFault | None = None  # this life's physics fault
+        self.physics_faults = 0
         self.cond = threading.Condition(self.lock)  # the physics thread waits on it for tick k's answer
         self.latest: Answer | None = None  # real time: the newest valid answer of this life
         self.pacer: Pacer | None = None  # real time: created by start_realtime()
@@ -166,13 +173,18 @@ class PlantNode(Node):
         self.m_feet = FootContacts()
 
     def sim_time(self) -> float:
-        return self.time_offset + self.core.time
+        return self.time_offset + self.core.time + self.held_steps * self.core.dt
+
+    @property
+    def step_count(self) -> int:
+        """Steps of this life: physics steps, then (after a physics fault) steps published without physics."""
+        return self.core.step_count + self.held_steps
 
     def _snapshot(self, control_tick: bool) -> StepSnapshot:
         step = self.core.step_count
         standard = step % self.p["standard_topics_decimation"] == 0
-        return StepSnapshot(self.core.sensors(), self.core.truth() if standard else None, self.sim_time(), step,
-                            control_tick)
+        return StepSnapshot(self.core.sensors(), self.core.truth() if standard else None, self.sim_time(),
+                            self.step_count, control_tick)
 
     def _fill_state(self, snap: StepSnapshot) -> PlantState:
         s = snap.sensors
@@ -192,6 +204,8 @@ class PlantNode(Node):
         return m
 
     def _publish_telemetry(self, snap: StepSnapshot) -> None:
+        if not self.faulted:
+            self.last_good = snap
         m = self._fill_state(snap)
         self.m_clock.clock = m.stamp
         self.pub_clock.publish(self.m_clock)
@@ -283,6 +297,8 @@ class PlantNode(Node):
                 self.get_logger().info("virtual restart requested: back to boot state on the gantry")
                 self._restart()
                 self.cond.notify_all()
+            elif msg.action in (SimControl.ACTION_PUSH, SimControl.ACTION_INJECT_FAULT) and self.faulted:
+                self._reject_sim_control("faulted", "sim control rejected: the physics is faulted until a restart")
             elif msg.action == SimControl.ACTION_PUSH:
                 try:  # the HTTP API's bounds, applied to every push whoever publishes it
                     push = parse_push({"body": msg.body, "force": [float(f) for f in msg.force],
@@ -305,10 +321,12 @@ class PlantNode(Node):
                                                 f"rejected so far)")
 
     def _restart(self) -> None:
-        self.time_offset += self.core.time
+        self.time_offset += self.core.time + self.held_steps * self.core.dt
         self.epoch += 1
         self.core.reset()
         self.faulted = False
+        self.held_steps = 0
+        self.fault = None
         self.latest = None
         self._apply_damping()
         self._publish_step(control_tick=True)  # the new life's tick 0, for the edge to answer
@@ -367,15 +385,37 @@ class PlantNode(Node):
 
     def _physics_fault(self, exc: PhysicsError) -> None:
         self.faulted = True
+        self.physics_faults += 1
         msg = PlantFault()
         to_stamp(self.sim_time(), msg.stamp)
         msg.step = self.core.step_count
         msg.kind = exc.kind
         msg.message = str(exc)
+        msg.epoch = self.epoch
+        self.fault = msg
         self.pub_fault.publish(msg)
-        self.get_logger().error(f"physics fault at step {msg.step}: {exc.kind}: {exc}")
+        self.get_logger().error(f"physics fault at step {msg.step}: {exc.kind}: {exc}; the sensors hold their last "
+                                "finite reading until a virtual restart")
         if self.lockstep:
             self.exit_code = EXIT_PHYSICS_FAULT
+
+    def _publish_held_period(self) -> None:
+        """Real time, physics faulted: one control period of the robot's clock without physics. The sensors hold
+        their last finite reading (at rest: no velocities, no torque), the tick goes out first as always, so the
+        edge keeps answering and reports the fault (DAMP with a critical alert) and the SDK stream goes on."""
+        good = self.last_good
+        if good is None:
+            return
+        zero = np.zeros_like(good.sensors.qd)
+        sensors = dataclasses.replace(good.sensors, qd=zero, tau=zero, gyro=np.zeros(3))
+        period = []
+        for i in range(self.decimation):
+            self.held_steps += 1
+            period.append(StepSnapshot(sensors, good.truth, self.sim_time(), self.step_count,
+                                       control_tick=(i == self.decimation - 1)))
+        self.pub_tick.publish(self._fill_state(period[-1]))
+        for snap in period:
+            self._publish_telemetry(snap)
 
     def start_lockstep(self) -> None:
         self.lockstep_wall_start = time.monotonic()
@@ -419,11 +459,16 @@ class PlantNode(Node):
         next_log = time.monotonic() + log_period
         while not stop.is_set() and self.exit_code is None:
             with self.cond:
-                if self.faulted:  # nothing to step until a virtual restart
-                    self.cond.wait(pacer.period_wall)
+                if self.faulted:  # no physics until a virtual restart: the clock and the held sensors go on
+                    left = pacer.release_at(True) - time.monotonic()
+                    if left > 0:
+                        self.cond.wait(left)
+                    if self.faulted and not stop.is_set() and time.monotonic() >= pacer.release_at(True):
+                        pacer.started(time.monotonic(), True)
+                        self._publish_held_period()
                     continue
                 while True:
-                    tick = self.core.step_count // self.decimation  # re-read: a restart may happen while waiting
+                    tick = self.step_count // self.decimation  # re-read: a restart may happen while waiting
                     answered = self.latest is not None and self.latest.tick == tick
                     left = pacer.release_at(answered) - time.monotonic()
                     if left <= 0 or stop.is_set():
@@ -455,7 +500,7 @@ class PlantNode(Node):
         return {"ticks": w.ticks, "rtf": round(w.rtf, 4), "sim_s": round(w.sim_s, 3), "wall_s": round(w.wall_s, 3),
                 "late_ticks": w.late_ticks, "unanswered": w.unanswered, "slipped_s": round(self.pacer.slipped_s, 3),
                 "stale_commands": self.stale_count, "rejected_commands": self.rejected_commands,
-                "rejected_sim_control": self.rejected_sim_control,
+                "rejected_sim_control": self.rejected_sim_control, "physics_faults": self.physics_faults,
                 "p50_ms": p50, "p99_ms": p99, "max_ms": mx}
 
     def _watchdog(self, tick: int) -> None:

@@ -98,6 +98,12 @@ def _add_geom(link: ET.Element, model: mujoco.MjModel, g: int, tag: str, name: s
         raise ValueError(f"geom {name!r}: type {mujoco.mjtGeom(gtype).name} has no URDF primitive here")
 
 
+def link_names() -> tuple[str, ...]:
+    """The robot's links, i.e. its MJCF bodies without the world, floor and gantry (what a push may name)."""
+    model = mujoco.MjModel.from_xml_string(build_mjcf(floor=False, gantry=False))
+    return tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody))
+
+
 def build_urdf() -> str:
     """The robot (no floor, no gantry) as URDF text; link names = MJCF body names, joint names = MJCF joints."""
     model = mujoco.MjModel.from_xml_string(build_mjcf(floor=False, gantry=False))

@@ -25,3 +25,9 @@ LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Relia
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 CLOCK = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2000, reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.VOLATILE)
+# Real time only, readers of the closed loop's inputs (plant ticks, policy answers) in the edge: a control tick is
+# worth answering only while it is current, so after a stall (SIGSTOP, a long GC pause) the reader keeps the newest
+# few and the node decides those, instead of replaying seconds of backlog. Lockstep readers keep LOOP (every tick
+# is answered there, and only one is ever outstanding).
+LOOP_NEWEST = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=3, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)

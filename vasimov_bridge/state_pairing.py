@@ -1,0 +1,111 @@
+"""Which firmware state may go out with a plant sample, and when a sample must be reported as a firmware fault.
+
+A RobotState frame joins two parts made by different processes: the plant's sensor sample of physics step ``s``
+and the firmware's decision (mode, flags, alerts). Step ``s`` (``s >= 1``) was driven by the motor command that
+answered control tick ``r = ceil(s / decimation) - 1``, so its honest firmware part is the firmware state of tick
+``r``. The bridge must never pair a fresh sample with a stale firmware state (a stalled edge would otherwise be
+reported as "MOVE, all fine" while the plant's watchdog damps the robot), so every sample is judged by the age of
+its firmware part in simulated ticks:
+
+* firmware known for tick ``>= r``: **fresh**, sent with the firmware state of tick ``r`` (or the nearest older one
+  kept; the newest when none is older);
+* firmware behind by at most ``max_lag_ticks``: **held** (bounded) until the firmware state arrives; the two parts
+  travel on different topics, so the firmware state of tick ``r`` may simply be a little behind on the wire;
+* behind by more (the plant stepped on without answers: the edge is stalled or gone): **stale**, the held samples
+  and this one leave as firmware-fault frames (DAMP, a critical alert), what the robot's own watchdog reports when a
+  firmware thread stops responding. Until the first firmware state of an epoch arrives (the firmware still
+  booting) samples go out without a firmware part, as before: the robot streams DAMP from boot.
+
+Pure: ticks in, decisions out; the node turns decisions into frames. Unit-tested alone.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+FRESH = "fresh"
+STALE = "stale"
+
+
+@dataclass(frozen=True)
+class Paired[P, F]:
+    """One sample ready to send: ``firmware`` is the part to pair it with (None: none yet / stale). ``P`` is a
+    plant sample type, ``F`` a firmware state type."""
+
+    sample: P
+    step: int
+    firmware: F | None
+    verdict: str  # FRESH or STALE
+
+
+def driving_tick(step: int, decimation: int) -> int:
+    """The control tick whose answer drove physics step ``step`` (-1 for the boot step 0)."""
+    return -(-step // decimation) - 1
+
+
+class StatePairing[P, F]:
+    """Pairs plant samples with firmware states of one epoch; ``reset()`` on a new epoch."""
+
+    def __init__(self, decimation: int, max_lag_ticks: int = 5, max_held: int = 64, history: int = 16) -> None:
+        if decimation < 1 or max_lag_ticks < 0 or max_held < 1 or history < 1:
+            raise ValueError("decimation >= 1, max_lag_ticks >= 0, max_held >= 1, history >= 1")
+        self.decimation = decimation
+        self.max_lag_ticks = max_lag_ticks
+        self.max_held = max_held
+        self._history: deque[tuple[int, F]] = deque(maxlen=history)
+        self._held: deque[tuple[int, P]] = deque()
+        self.stale_frames = 0  # cumulative (not reset with the epoch): samples sent as firmware faults
+        self.held_frames = 0  # cumulative: samples that waited for their firmware part
+
+    def reset(self) -> None:
+        self._history.clear()
+        self._held.clear()
+
+    @property
+    def newest_tick(self) -> int | None:
+        return self._history[-1][0] if self._history else None
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def firmware(self, tick: int, state: F) -> list[Paired[P, F]]:
+        """A firmware state for ``tick``: returns the held samples it releases (in step order)."""
+        if self._history and tick <= self._history[-1][0]:
+            return []  # out of order or repeated: the newer one already rules
+        self._history.append((tick, state))
+        out: list[Paired[P, F]] = []
+        while self._held and driving_tick(self._held[0][0], self.decimation) <= tick:
+            step, sample = self._held.popleft()
+            out.append(self._fresh(step, sample))
+        return out
+
+    def plant(self, step: int, sample: P) -> list[Paired[P, F]]:
+        """A plant sample: returns what may be sent now (possibly older held samples first, or nothing)."""
+        need = driving_tick(step, self.decimation)
+        newest = self.newest_tick
+        if need < 0 or newest is None or (need <= newest and not self._held):
+            return [self._fresh(step, sample)]  # boot (no firmware part yet in this epoch) or fresh
+        if need - newest > self.max_lag_ticks or len(self._held) >= self.max_held:
+            out = [self._stale(s, p) for s, p in self._held]
+            self._held.clear()
+            out.append(self._stale(step, sample))
+            return out
+        self._held.append((step, sample))
+        self.held_frames += 1
+        return []
+
+    def _fresh(self, step: int, sample: P) -> Paired[P, F]:
+        need = driving_tick(step, self.decimation)
+        chosen: F | None = None
+        for tick, state in self._history:  # oldest first: keep the newest with tick <= need
+            if tick <= need or chosen is None:
+                chosen = state
+            if tick >= need:
+                break
+        return Paired(sample, step, chosen, FRESH)
+
+    def _stale(self, step: int, sample: P) -> Paired[P, F]:
+        self.stale_frames += 1
+        return Paired(sample, step, None, STALE)
