@@ -3,7 +3,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test lint bench soak clean
 
 setup:
 	@bash tools/setup_venv.sh
@@ -19,6 +19,12 @@ lint: setup
 
 bench: setup
 	$(PY) bench/run_all.py
+
+# Long real-time run with an SDK client walking random commands, a Foxglove client and a recorder (bench/soak.py);
+# `make soak SOAK_S=60` for a short one.
+SOAK_S ?= 1800
+soak: setup
+	$(PY) bench/soak.py --duration $(SOAK_S)
 
 clean:
 	rm -rf build .pytest_cache .ros_log .test_artifacts

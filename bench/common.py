@@ -12,7 +12,7 @@ VENV_BIN = Path(sys.executable).parent
 
 def graph_env(domain: int) -> dict[str, str]:
     """Loopback-only discovery in its own domain; no field checks (they slow message building; tests use them)."""
-    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="SYSTEM_DEFAULT",
                FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / "config" / "fastdds_localhost.xml"),
                ROS_LOG_DIR=str(ROOT / ".ros_log"))
     env.pop("ROS_PYTHON_CHECK_FIELDS", None)

@@ -30,7 +30,7 @@ def graph_env(domain: int) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         ROS_DOMAIN_ID=str(domain),
-        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+        ROS_AUTOMATIC_DISCOVERY_RANGE="SYSTEM_DEFAULT",  # the loopback profile decides (README "Security")
         FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / "config" / "fastdds_localhost.xml"),
         ROS_LOG_DIR=str(ROOT / ".ros_log"),
         PYTHONUNBUFFERED="1",

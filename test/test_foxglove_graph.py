@@ -258,7 +258,7 @@ def test_teleop_stand_moves_the_robot_and_other_publishes_are_refused(bridge, cl
     assert _stats(client)["counters"]["client_messages_accepted"] >= 4
 
 
-def test_parameters_are_listed_checked_and_set_where_writable(client):
+def test_parameters_are_listed_checked_and_set_where_writable(bridge, client):
     wait_for(lambda: _params(client, "p0", ["/plant.physics_dt"]).get("/plant.physics_dt") == 0.005, 15,
              "the plant's parameters through the bridge")
     own = _params(client, "p1", [])
@@ -275,15 +275,26 @@ def test_parameters_are_listed_checked_and_set_where_writable(client):
     assert {p["name"]: p["value"] for p in client.reply("s3")["parameters"]}["/foxglove_bridge.tf_rate_hz"] == 25.0
     client.set_parameters([{"name": "/foxglove_bridge.tf_rate_hz", "value": 50.0, "type": "float64"}], "s4")
     wait_for(lambda: client.reply("s4"), 5, "setParameters answer")
-    # another node's writable parameter: checked here, then sent to that node's set_parameters service
+    # rclpy's own use_sim_time is writable on every node, but not from Foxglove (issue 10: a client could switch
+    # a node's clock): refused here, never forwarded, the node keeps its value
     wait_for(lambda: _params(client, "p3", ["/sdk_bridge.use_sim_time"]).get("/sdk_bridge.use_sim_time") is True, 15,
              "the SDK bridge's parameters")
-    client.set_parameters([{"name": "/sdk_bridge.use_sim_time", "value": "yes"}], "s5")
-    wait_for(lambda: any("use_sim_time" in s and "not a valid bool" in s for s in client.status_texts()), 5,
-             "type refusal")
-    client.set_parameters([{"name": "/sdk_bridge.use_sim_time", "value": True}], "s6")
-    wait_for(lambda: _stats(client)["counters"].get("parameter_set_forwarded", 0) >= 1, 5, "set forwarded")
-    assert not any("refused the new value" in s for s in client.status_texts())
+    client.set_parameters([{"name": "/sdk_bridge.use_sim_time", "value": False}], "s5")
+    wait_for(lambda: any("use_sim_time" in s and "rclpy built-in" in s for s in client.status_texts()), 5,
+             "built-in refusal")
+    assert _stats(client)["counters"].get("parameter_set_forwarded", 0) == 0
+    assert _params(client, "p4", ["/sdk_bridge.use_sim_time"])["/sdk_bridge.use_sim_time"] is True
+    # a request naming thousands of unknown parameters: refused whole, one status, the bridge keeps serving
+    before = len(client.status_texts())
+    client.set_parameters([{"name": f"/nope.p{i}", "value": 1.0} for i in range(5000)], "s6")
+    wait_for(lambda: _stats(client)["counters"].get("parameter_request_too_large", 0) == 1, 5, "oversized refusal")
+    client.set_parameters([{"name": f"/nope.p{i}", "value": 1.0} for i in range(200)], "s7")
+    wait_for(lambda: any("and 199 more refused" in s for s in client.status_texts()), 5, "one status per request")
+    statuses = client.status_texts()[before:]
+    assert sum("at most 1000" in s for s in statuses) == 1 and sum("/nope." in s for s in statuses) == 1, statuses
+    # ...and at most one log line each (issue 10: 5,000 unknown names wrote 2,977 lines)
+    wait_for(lambda: "parameter request refused" in bridge.graph.output(), 5, "the oversized request's log line")
+    assert sum("/nope." in line for line in bridge.graph.output().splitlines()) <= 1
 
 
 def test_a_stalled_client_does_not_stop_the_simulation_or_other_clients(bridge, client):

@@ -113,3 +113,18 @@ def test_cache_reports_changes_and_forgets_nodes():
     assert cache.replace_node("/plant", [a]) == [] and cache.get("/plant.duration") is None
     cache.drop_node("/plant")
     assert cache.nodes() == set()
+
+
+@pytest.mark.parametrize("name", ["use_sim_time", "start_type_description_service",
+                                  "qos_overrides./clock.subscription.depth"])
+def test_rclpy_builtins_are_read_only_from_foxglove(name):
+    """rclpy declares these writable on every node; a Foxglove client could switch a node's clock (issue 10)."""
+    e = fp.Entry("/sdk_bridge", name, True, desc(T.PARAMETER_BOOL))
+    got, problem = fp.validate_set(e, e.qname, False)
+    assert got is None and "rclpy built-in" in problem
+
+
+def test_requests_naming_too_many_parameters_are_refused_whole():
+    assert fp.request_too_large(fp.MAX_NAMES_PER_REQUEST) is None
+    problem = fp.request_too_large(5000)
+    assert problem is not None and "5000" in problem and str(fp.MAX_NAMES_PER_REQUEST) in problem

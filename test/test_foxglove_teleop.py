@@ -109,3 +109,23 @@ def test_a_topic_off_the_list_is_refused_even_if_its_bytes_decode():
 def test_limits_must_be_finite_and_non_negative(kw):
     with pytest.raises(ValueError, match="finite number >= 0"):
         TeleopLimits(**kw)
+
+
+@pytest.mark.parametrize("data", [
+    b"[" * 2000 + b"]" * 2000,  # 4,000 bytes: json.loads raised RecursionError in the bridge (issue 10)
+    b'{"linear": ' * 300 + b"{}" + b"}" * 300,
+    b'{"linear": {"x": [[[[[[1]]]]]]}}',
+])
+@pytest.mark.parametrize("topic", [topics.CMD_VEL, topics.TELEOP_MODE])
+def test_deeply_nested_json_is_refused_before_parsing(topic, data):
+    assert len(data) <= 4096
+    out = decode(topic, "json", data, LIMITS)
+    assert isinstance(out, Rejection) and out.reason == "PARSE" and "nested" in out.detail
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    from vasimov_bridge.foxglove_teleop import json_depth
+
+    assert json_depth('{"data": "[[[[[[[[{{{{{\\"]]]"}') == 1
+    out = decode(topics.TELEOP_MODE, "json", json.dumps({"data": "[[[[[[[[stand"}).encode(), LIMITS)
+    assert isinstance(out, Rejection) and out.reason == "UNKNOWN_MODE"

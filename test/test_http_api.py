@@ -366,3 +366,32 @@ def test_default_endpoint_is_loopback_3000() -> None:
     assert (cfg.host, cfg.port) == ("127.0.0.1", 3000)
     with pytest.raises(RuntimeError):
         _ = HttpApi(cfg).port  # not started: no port to report
+
+
+@pytest.mark.parametrize(
+    ("line", "status"),
+    [
+        (b"\x00\x01\x02\x03garbage\r\n\r\n", b"400"),
+        (b"GET /api/version HTTP/1.x\r\n\r\n", b"400"),
+        (b"GET /api/version HTTP/1.1 extra\r\n\r\n", b"400"),
+        (b"   \r\n\r\n", b"400"),
+        (b"GET " + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", b"414"),
+        (b"GET /api/version HTTP/2.0\r\n\r\n", b"505"),
+        (b"GET /api/version HTTP/9.9\r\n\r\n", b"505"),
+        (b"GET /api/version\r\n\r\n", b"505"),  # HTTP/0.9: its reply would have no status line
+        (b"\r\n" * 5 + b"GET /api/version HTTP/1.1\r\n\r\n", b"400"),  # more blank lines than tolerated
+    ],
+)
+def test_every_malformed_request_line_gets_a_json_status(api: HttpApi, line: bytes, status: bytes) -> None:
+    """Issue 10: these got no reply at all (the request logger read self.path before it existed)."""
+    reply = raw_exchange(api, line)
+    assert reply.startswith(b"HTTP/1.") and reply.split(b" ", 2)[1] == status, reply[:200]
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert b"application/json" in head and "error" in json.loads(body)
+    assert api.counters.snapshot().get(f"http_{status.decode()}", 0) >= 1
+    assert_alive(api)
+
+
+def test_a_blank_line_before_a_request_is_tolerated(api: HttpApi) -> None:
+    reply = raw_exchange(api, b"\r\nGET /api/version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 200") and reply.endswith(version_document())

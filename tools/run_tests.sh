@@ -12,7 +12,8 @@ fi
 if [ "$(id -u)" = 0 ] && [ -z "${VASIMOV_IN_NETNS:-}" ] && unshare -n true 2>/dev/null; then
   exec unshare -n -- env VASIMOV_IN_NETNS=1 bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
 fi
-export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+# the loopback profile below decides discovery; rmw's LOCALHOST would add a UDP transport on 0.0.0.0 (README "Security")
+export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT
 export FASTDDS_DEFAULT_PROFILES_FILE=$ROOT/config/fastdds_localhost.xml
 export ROS_LOG_DIR=$ROOT/.ros_log
 export ROS_PYTHON_CHECK_FIELDS=1

@@ -63,7 +63,12 @@ def cmd_up(ns: argparse.Namespace) -> int:
     from vasimov.supervisor import Supervisor
 
     primary = "plant" if float(desc.args.get("duration", "0") or 0) > 0 else None
-    return Supervisor(desc, primary=primary).run()
+    try:
+        supervisor = Supervisor(desc, primary=primary)
+    except ValueError as exc:  # e.g. VASIMOV_DDS set to something else than loopback/network
+        print(f"vasimov up: {exc}", file=sys.stderr)
+        return 2
+    return supervisor.run()
 
 
 # -- recording and graph introspection (vasimov.record, vasimov.introspect) ----------------------------------------
@@ -99,13 +104,14 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
 
 
 def _ros_env() -> None:
-    """The graph's discovery settings (loopback, fast-discovery profile) for commands that join it in-process."""
+    """The graph's discovery settings (loopback profile, the discovery range it needs) for commands that join it
+    in-process; graph_environment keeps whatever the user set except a discovery range that would defeat the
+    loopback profile."""
     import os
 
     from vasimov.supervisor import graph_environment
 
-    for k, v in graph_environment().items():
-        os.environ.setdefault(k, v)
+    os.environ.update(graph_environment())
 
 
 def _param(name: str, value: object) -> list[str]:

@@ -2,9 +2,14 @@
 
 launch/launch_ros are not installable from PyPI, so `vasimov up` interprets `launch/bringup.launch.yaml` itself:
 `arg` (name, default), `set_remap` (from, to: launch_ros's rule for every node after it), `node` (pkg, exec, name,
-namespace, param, remap, output, args, if, unless) and the substitutions `$(var NAME)`, `$(env NAME [default])` and
-`$(find-pkg-share PKG)`. Anything else is refused with a clear error
-rather than silently ignored, so the file never means one thing to `ros2 launch` and another here.
+namespace, param, remap, output, args, if, unless, on_exit, respawn, respawn_delay, respawn_max_retries) and the
+substitutions `$(var NAME)`, `$(env NAME [default])` and `$(find-pkg-share PKG)`. Anything else is refused with a
+clear error rather than silently ignored, so the file never means one thing to `ros2 launch` and another here.
+
+What happens when a node exits is launch's own vocabulary, and `vasimov.supervisor` gives it the same meaning:
+`on_exit: shutdown` stops the whole graph (the control nodes), `respawn: "true"` starts the node again after
+`respawn_delay` seconds, at most `respawn_max_retries` times (-1: no limit, launch's default; the observers), and a
+node with neither just ends (reported, the graph keeps running).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from typing import Any
 import yaml
 
 _SUBST = re.compile(r"\$\(([a-z-]+)\s*([^)]*)\)")
-_NODE_KEYS = {"pkg", "exec", "name", "namespace", "param", "remap", "output", "args", "ros_args", "if", "unless"}
+_NODE_KEYS = {"pkg", "exec", "name", "namespace", "param", "remap", "output", "args", "ros_args", "if", "unless",
+              "on_exit", "respawn", "respawn_delay", "respawn_max_retries"}
 _ARG_KEYS = {"name", "default", "description"}
 _REMAP_KEYS = {"from", "to"}
 
@@ -39,6 +45,11 @@ class NodeSpec:
     params: dict[str, Any] = field(default_factory=dict)
     remaps: tuple[tuple[str, str], ...] = ()
     extra_args: tuple[str, ...] = ()
+    # What to do when the process exits (launch's attributes of the same names; see the module docstring).
+    shutdown_on_exit: bool = False
+    respawn: bool = False
+    respawn_delay: float = 0.0
+    respawn_max_retries: int = -1
 
     def ros_args(self) -> list[str]:
         """The `--ros-args ...` tail for the node's command line, in the order launch_ros uses."""
@@ -184,8 +195,25 @@ def _node(body: dict[str, Any], args: dict[str, str], path: Path,
     remaps = global_remaps + tuple((str(_value(r["from"], args)), str(_value(r["to"], args)))
                                    for r in body.get("remap", []) or [])
     extra = tuple(str(_value(a, args)) for a in str(body.get("args", "")).split() if a)
+    name = str(_value(body.get("name", body["exec"]), args))
+    on_exit = body.get("on_exit")
+    if on_exit is not None and on_exit != "shutdown":
+        raise LaunchFileError(f"{path}: node {name}: on_exit: only 'shutdown' is supported (as in ros2 launch), "
+                              f"got {on_exit!r}")
+    respawn = _substitute(str(body.get("respawn", "false")), args).strip().lower()
+    if respawn not in ("true", "false", "1", "0"):
+        raise LaunchFileError(f"{path}: node {name}: respawn: {respawn!r} is not a boolean")
+    try:
+        delay = float(body.get("respawn_delay", 0.0))
+        retries = body.get("respawn_max_retries", -1)
+        if isinstance(retries, bool) or not isinstance(retries, int):
+            raise ValueError(f"respawn_max_retries must be an integer, got {retries!r}")
+    except (TypeError, ValueError) as exc:
+        raise LaunchFileError(f"{path}: node {name}: {exc}") from exc
+    if not delay >= 0.0:
+        raise LaunchFileError(f"{path}: node {name}: respawn_delay must be >= 0, got {delay}")
     return NodeSpec(
-        name=str(_value(body.get("name", body["exec"]), args)),
+        name=name,
         package=str(body["pkg"]),
         executable=str(body["exec"]),
         namespace=str(_value(body.get("namespace", ""), args)),
@@ -193,4 +221,8 @@ def _node(body: dict[str, Any], args: dict[str, str], path: Path,
         params=params,
         remaps=remaps,
         extra_args=extra,
+        shutdown_on_exit=on_exit == "shutdown",
+        respawn=respawn in ("true", "1"),
+        respawn_delay=delay,
+        respawn_max_retries=retries,
     )

@@ -733,14 +733,32 @@ class FoxgloveBridgeNode(Node):
         if entries and self.server is not None:
             self.server.publish_parameter_values([e.to_foxglove() for e in entries])
 
+    def _refuse_oversized(self, n_names: int) -> bool:
+        """True (counted, logged once per period, one status) if a request names too many parameters."""
+        problem = fp.request_too_large(n_names)
+        if problem is None:
+            return False
+        self.count("parameter_request_too_large")
+        self.log_limited("param:too_many", f"parameter request refused: {problem}")
+        if self.server is not None:
+            self.server.publish_status(problem, StatusLevel.Warning)
+        return True
+
     def get_graph_parameters(self, names: list[str]) -> list[foxglove.Parameter]:
         """SDK thread: answered from the cache, never by waiting on a node."""
+        if self._refuse_oversized(len(names)):
+            return []
         return [e.to_foxglove() for e in self.params.select(names)]
 
     def set_graph_parameters(self, requested: list[foxglove.Parameter]) -> list[foxglove.Parameter]:
         """SDK thread: check each request; apply our own at once, send others' to their node (the new value
-        comes back on /parameter_events). Answers with the values as they stand now."""
+        comes back on /parameter_events). Answers with the values as they stand now. Refusals are counted one by
+        one but reported once per request (one status, one rate-limited log line), so a request naming thousands
+        of bad names cannot flood the log or the clients."""
+        if self._refuse_oversized(len(requested)):
+            return []
         out: list[foxglove.Parameter] = []
+        problems: list[str] = []
         for prm in requested:
             entry = self.params.get(prm.name)
             value, problem = fp.validate_set(entry, prm.name, prm.get_value())
@@ -748,11 +766,15 @@ class FoxgloveBridgeNode(Node):
                 problem = self._apply_set(entry, value)
             if problem is not None:
                 self.count("parameter_set_refused")
-                self.log_limited(f"param:{prm.name}", f"parameter set refused: {problem}")
-                if self.server is not None:
-                    self.server.publish_status(problem, StatusLevel.Warning)
+                problems.append(problem)
             current = self.params.get(prm.name)
             out.append(current.to_foxglove() if current is not None else foxglove.Parameter(prm.name))
+        if problems:
+            text = problems[0] + (f" (and {len(problems) - 1} more refused in this request)" if len(problems) > 1
+                                  else "")
+            self.log_limited("param:refused", f"parameter set refused: {text}")
+            if self.server is not None:
+                self.server.publish_status(text, StatusLevel.Warning)
         return out
 
     def _apply_set(self, entry: fp.Entry, value: Any) -> str | None:

@@ -3,8 +3,10 @@
 Foxglove's parameters panel shows one flat list, so a parameter is named ``<node fully qualified name>.<param>``
 (``/plant.seed``), as ROS tooling prints them. Node names cannot contain a dot, so the first dot splits the name
 back. A set request is checked here before anything is sent to a node: the parameter must exist, must not be
-read-only (those shape processes and sockets and need a restart), must keep its declared type and stay inside
-its declared range; the message says what would have been valid.
+read-only (those shape processes and sockets and need a restart) nor an rclpy built-in (``use_sim_time``,
+``qos_overrides.*``: not tuning knobs), must keep its declared type and stay inside its declared range; the
+message says what would have been valid. A request naming more than ``MAX_NAMES_PER_REQUEST`` parameters is
+refused whole.
 
 Pure apart from the message types: no node, no server; ``ParameterCache`` is the thread-safe store the node's
 executor writes and the SDK's threads read.
@@ -45,6 +47,26 @@ _FIELD = {
     ParameterType.PARAMETER_DOUBLE_ARRAY: "double_array_value",
     ParameterType.PARAMETER_STRING_ARRAY: "string_array_value",
 }
+
+
+#: Parameters rclpy declares on every node, writable by default. They change how a node keeps time or what it
+#: serves, not how the robot is tuned, so a Foxglove client may read them but never set them.
+RCLPY_BUILTINS: tuple[str, ...] = ("use_sim_time", "start_type_description_service")
+RCLPY_BUILTIN_PREFIXES: tuple[str, ...] = ("qos_overrides.",)
+#: Most parameter names one get/set request may carry. The whole graph has a few hundred; a request naming
+#: thousands is refused as a whole (one log line) rather than checked name by name.
+MAX_NAMES_PER_REQUEST = 1000
+
+
+def is_rclpy_builtin(name: str) -> bool:
+    return name in RCLPY_BUILTINS or name.startswith(RCLPY_BUILTIN_PREFIXES)
+
+
+def request_too_large(n_names: int) -> str | None:
+    """None if a request naming ``n_names`` parameters is served, else why it is refused."""
+    if n_names > MAX_NAMES_PER_REQUEST:
+        return f"a parameter request may name at most {MAX_NAMES_PER_REQUEST} parameters, this one names {n_names}"
+    return None
 
 
 def qualified(node: str, name: str) -> str:
@@ -179,6 +201,8 @@ def validate_set(entry: Entry | None, qname: str, value: Any) -> tuple[Any, str 
         return None, f"{qname}: no such parameter in the graph"
     if entry.descriptor.read_only:
         return None, f"{qname} is read-only (it needs a restart of {entry.node}); not changed"
+    if is_rclpy_builtin(entry.name):
+        return None, f"{qname} is an rclpy built-in, read-only from Foxglove; not changed"
     if entry.ros_type == ParameterType.PARAMETER_NOT_SET:
         return None, f"{qname} has no declared type; not changed"
     try:

@@ -162,10 +162,45 @@ def _mode(encoding: str, data: bytes) -> RobotCommand | Rejection:
     return Rejection("UNKNOWN_MODE", f"mode {text[:40]!r} is not one of {MODES}")
 
 
+MAX_JSON_DEPTH = 4  # a Twist is {"linear": {...}}: depth 2; deeper documents are refused before parsing
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of objects/arrays in a JSON text (brackets inside strings do not count).
+
+    Checked before ``json.loads``, whose recursive parser raises RecursionError (not ValueError) on a few
+    thousand nested brackets: one small message must not be able to reach that."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def _json_object(data: bytes, what: str) -> dict[str, Any] | Rejection:
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejection("PARSE", f"{what} is not JSON: {exc}")
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        return Rejection("PARSE", f"{what} is nested {depth} levels deep (limit {MAX_JSON_DEPTH})")
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
         return Rejection("PARSE", f"{what} is not JSON: {exc}")
     if not isinstance(doc, dict):
         return Rejection("PARSE", f"{what} must be a JSON object, got {type(doc).__name__}")

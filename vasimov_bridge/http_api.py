@@ -194,12 +194,19 @@ class _Server(ThreadingHTTPServer):
         log.debug("connection from %s failed", client_address, exc_info=True)
 
 
+_MAX_REQUEST_LINE = 65536  # bytes, as the stdlib reads it; a longer line is answered 414
+_MAX_BLANK_LINES = 4  # empty lines tolerated before a request line (some clients send CRLF after a body)
+
+
 class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive like Edge; every reply carries Content-Length
     server_version = "vasimov"
     sys_version = ""
     error_content_type = "application/json"
+    # An error found before the request line's version is read must still get a status line (the stdlib's default,
+    # HTTP/0.9, answers with a bare body), so the reply to a garbled line is a real 400.
+    default_request_version = "HTTP/1.0"
 
     def setup(self) -> None:
         self.timeout = self.server.api.config.socket_timeout_s
@@ -234,8 +241,35 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def parse_request(self) -> bool:
+        """The stdlib's parser plus the cases it leaves without an answer or answers without a status line.
+
+        Up to ``_MAX_BLANK_LINES`` empty lines before a request line are skipped (RFC 9112 section 2.2); a line of
+        two words is an HTTP/0.9 request, whose reply would have no status line: refused with 505 instead; a
+        line of whitespace only is a 400. Every refusal goes through ``send_error`` (JSON, counted)."""
+        for _ in range(_MAX_BLANK_LINES):
+            if self.raw_requestline not in (b"\r\n", b"\n"):
+                break
+            self.raw_requestline = self.rfile.readline(_MAX_REQUEST_LINE + 1)
+        self.command, self.request_version, self.close_connection = None, self.default_request_version, True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        if not self.raw_requestline:
+            return False  # the client closed after blank lines: no request, nothing to answer
+        if len(self.raw_requestline) > _MAX_REQUEST_LINE:
+            self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG, f"request line longer than {_MAX_REQUEST_LINE} bytes")
+            return False
+        words = self.requestline.split()
+        if not words:
+            self.send_error(HTTPStatus.BAD_REQUEST, "empty request line")
+            return False
+        if len(words) == 2:
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP/0.9 requests (no version) are not supported")
+            return False
+        return super().parse_request()
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        log.debug("%s %s -> %s", self.command, self.path, code)
+        # Also called for errors found before the request line was parsed, when there is no path yet.
+        log.debug("%s %s -> %s", self.command, getattr(self, "path", "-"), code)
 
     def log_error(self, format: str, *args: Any) -> None:
         if format.startswith("Request timed out"):

@@ -30,7 +30,7 @@ from rclpy.serialization import deserialize_message
 from vasimov_msgs.msg import FirmwareState, PlantFault, PlantState, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
-from vasimov import motor_space
+from vasimov import graph_status, motor_space
 from vasimov.commands import RobotCommand
 from vasimov.frames import projected_gravity, rotate, yaw_from_quat
 from vasimov.model.urdf import link_names
@@ -341,6 +341,8 @@ class SdkBridgeNode(Node):
             "plant_fault": self._fault_json(),
             "firmware": {} if fw is None else dict(zip(fw.counter_names, [int(v) for v in fw.counter_values],
                                                        strict=True)),
+            # the supervisor's view of the processes (exits, restarts of observers); None under ros2 launch
+            "graph": graph_status.read(),
         }
 
     def _fault_json(self) -> dict[str, Any] | None:

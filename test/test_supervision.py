@@ -1,0 +1,196 @@
+"""Which node's death stops the graph and which is restarted: the supervisor with stand-in processes (no ROS).
+
+The launch entries say it in launch's own words (`on_exit: shutdown`, `respawn`, `respawn_delay`,
+`respawn_max_retries`); here each node is a tiny script, so exits, restarts and backoff are exact and fast.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from harness import wait_for
+
+from vasimov import graph_status, launch_file
+from vasimov.launch_file import LaunchDescription, NodeSpec
+from vasimov.supervisor import EXIT_OBSERVER_FAILED, MAX_BACKOFF_S, Supervisor, restart_delay
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = ROOT / "launch" / "bringup.launch.yaml"
+CONTROL = ("plant", "edge", "policy", "sdk_bridge")
+OBSERVERS = ("foxglove_bridge", "binary_stream")
+
+
+def _script(tmp_path: Path, name: str, body: str) -> str:
+    """An executable that records its pid in tmp_path/<name>.pids, then runs `body` (a shell snippet)."""
+    path = tmp_path / f"{name}.sh"
+    path.write_text(f"#!/bin/sh\necho $$ >> {tmp_path / (name + '.pids')}\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _pids(tmp_path: Path, name: str) -> list[int]:
+    f = tmp_path / f"{name}.pids"
+    return [int(x) for x in f.read_text().split()] if f.is_file() else []
+
+
+class _Run:
+    """A supervisor on its own thread, its output captured."""
+
+    def __init__(self, nodes: list[NodeSpec]) -> None:
+        self.out = io.StringIO()
+        self.sup = Supervisor(LaunchDescription(args={}, arg_descriptions={}, nodes=tuple(nodes)), out=self.out,
+                              grace_s=5.0)
+        self.code: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        wait_for(self.sup.status_path.is_file, 10, "the first status file")
+
+    def _run(self) -> None:
+        self.code = self.sup.run_until_stopped()
+
+    def status(self) -> dict:
+        return json.loads(self.sup.status_path.read_text())
+
+    def stop(self) -> int:
+        self.sup.request_stop()
+        self.thread.join(timeout=20)
+        assert not self.thread.is_alive()
+        assert self.code is not None
+        return self.code
+
+
+def _node(name: str, exe: str, **kw) -> NodeSpec:
+    return NodeSpec(name=name, package="vasimov", executable=exe, **kw)
+
+
+def test_the_launch_file_marks_control_nodes_and_observers():
+    desc = launch_file.load(LAUNCH)
+    by_name = {n.name: n for n in desc.nodes}
+    for name in CONTROL:
+        assert by_name[name].shutdown_on_exit and not by_name[name].respawn, name
+    for name in OBSERVERS:
+        spec = by_name[name]
+        assert spec.respawn and not spec.shutdown_on_exit, name
+        assert spec.respawn_delay > 0 and 0 < spec.respawn_max_retries <= 10, name
+
+
+def test_the_recorder_up_adds_is_an_observer_that_is_not_restarted(tmp_path):
+    from vasimov.cli import with_recorder
+
+    desc = with_recorder(launch_file.load(LAUNCH), LAUNCH, {}, tmp_path / "bag")
+    rec = desc.nodes[-1]
+    assert rec.name == "recorder" and not rec.shutdown_on_exit and not rec.respawn
+
+
+@pytest.mark.parametrize("body,message", [
+    ("on_exit: restart", "only 'shutdown'"),
+    ("respawn: maybe", "not a boolean"),
+    ("respawn_delay: -1.0", "respawn_delay must be >= 0"),
+    ("respawn_max_retries: 2.5", "must be an integer"),
+])
+def test_bad_exit_attributes_are_refused(tmp_path, body, message):
+    f = tmp_path / "l.yaml"
+    f.write_text(f"launch:\n- node:\n    pkg: vasimov\n    exec: x\n    {body}\n")
+    with pytest.raises(launch_file.LaunchFileError, match=message):
+        launch_file.load(f)
+
+
+def test_backoff_doubles_and_is_capped():
+    spec = _node("o", "x", respawn=True, respawn_delay=0.5, respawn_max_retries=5)
+    assert [restart_delay(spec, k) for k in range(4)] == [0.5, 1.0, 2.0, 4.0]
+    assert restart_delay(spec, 20) == MAX_BACKOFF_S
+
+
+def test_a_killed_observer_is_restarted_and_the_control_node_keeps_running(tmp_path, capsys):
+    run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),
+                _node("foxglove_bridge", _script(tmp_path, "fox", "exec sleep 60"), respawn=True,
+                      respawn_delay=0.05, respawn_max_retries=3)])
+    try:
+        first = wait_for(lambda: _pids(tmp_path, "fox"), 10, "the observer to start")[0]
+        os.kill(first, signal.SIGKILL)
+        pids = wait_for(lambda: len(_pids(tmp_path, "fox")) == 2 and _pids(tmp_path, "fox"), 10, "the restart")
+        assert pids[1] != first
+        st = wait_for(lambda: run.status()["nodes"]["foxglove_bridge"]["restarts"] == 1 and run.status(), 5,
+                      "the status file to show the restart")
+        assert st["nodes"]["foxglove_bridge"] == {"role": "observer", "state": "running", "pid": pids[1],
+                                                  "exits": 1, "restarts": 1, "last_exit": "killed by SIGKILL"}
+        assert st["nodes"]["plant"]["state"] == "running" and st["observer_exits"] == 1
+        assert _pids(tmp_path, "plant") and run.thread.is_alive()
+        assert os.environ.get(graph_status.ENV_VAR) is None  # the nodes get it, not this process
+        assert run.sup.env[graph_status.ENV_VAR] == str(run.sup.status_path)
+    finally:
+        code = run.stop()
+    assert code == EXIT_OBSERVER_FAILED  # otherwise a normal end, but an observer died on the way
+    text = run.out.getvalue() + capsys.readouterr().err
+    assert "observer 'foxglove_bridge' died (killed by SIGKILL); the robot keeps running; restarting it" in text
+    assert "restarted observer 'foxglove_bridge'" in text
+
+
+def test_restarts_are_bounded(tmp_path, capsys):
+    run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),
+                _node("binary_stream", _script(tmp_path, "bin", "exit 3"), respawn=True, respawn_delay=0.01,
+                      respawn_max_retries=2)])
+    try:
+        wait_for(lambda: run.status()["nodes"]["binary_stream"]["state"] == "down", 10, "the retries to run out")
+        st = run.status()["nodes"]["binary_stream"]
+        assert (st["exits"], st["restarts"], st["last_exit"]) == (3, 2, "exit code 3")
+        assert len(_pids(tmp_path, "bin")) == 3 and run.thread.is_alive()
+    finally:
+        run.stop()
+    assert "no restarts left" in capsys.readouterr().err
+
+
+def test_an_observer_without_respawn_is_reported_not_restarted(tmp_path, capsys):
+    run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),
+                _node("recorder", _script(tmp_path, "rec", "exit 1"))])
+    try:
+        wait_for(lambda: run.status()["nodes"]["recorder"]["state"] == "down", 10, "the recorder's exit")
+        assert len(_pids(tmp_path, "rec")) == 1 and run.thread.is_alive()
+    finally:
+        assert run.stop() == EXIT_OBSERVER_FAILED
+    assert "not restarted (no respawn in its launch entry)" in capsys.readouterr().err
+
+
+def test_a_dead_control_node_stops_the_graph_and_nothing_is_restarted(tmp_path, capsys):
+    run = _Run([_node("edge", _script(tmp_path, "edge", "exec sleep 60"), shutdown_on_exit=True),
+                _node("foxglove_bridge", _script(tmp_path, "fox", "exec sleep 60"), respawn=True,
+                      respawn_delay=0.01, respawn_max_retries=3)])
+    edge = wait_for(lambda: _pids(tmp_path, "edge"), 10, "the control node to start")[0]
+    wait_for(lambda: _pids(tmp_path, "fox"), 10, "the observer to start")
+    os.kill(edge, signal.SIGKILL)
+    run.thread.join(timeout=20)
+    assert run.code == 1  # killed by a signal: a plain failure code
+    assert "node 'edge' exited unexpectedly" in capsys.readouterr().err
+    assert len(_pids(tmp_path, "fox")) == 1  # stopped with the graph, not restarted
+
+
+def test_status_reader_without_a_supervisor():
+    assert graph_status.read({}) is None
+    assert graph_status.describe_exit(-9) == "killed by SIGKILL" and graph_status.describe_exit(2) == "exit code 2"
+
+
+if sys.platform != "linux":  # PR_SET_PDEATHSIG and /proc are Linux-only
+    pytestmark = pytest.mark.skip("Linux only")
+
+
+def test_an_observer_with_a_configuration_error_is_not_restarted(tmp_path, capsys):
+    from vasimov.ros.spin import EXIT_CONFIG
+    from vasimov.supervisor import EXIT_CONFIG as SUPERVISOR_EXIT_CONFIG
+
+    assert SUPERVISOR_EXIT_CONFIG == EXIT_CONFIG
+    run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),
+                _node("foxglove_bridge", _script(tmp_path, "fox", f"exit {EXIT_CONFIG}"), respawn=True,
+                      respawn_delay=0.01, respawn_max_retries=3)])
+    try:
+        wait_for(lambda: run.status()["nodes"]["foxglove_bridge"]["state"] == "down", 10, "the observer down")
+        assert len(_pids(tmp_path, "fox")) == 1 and run.thread.is_alive()
+    finally:
+        run.stop()
+    assert "its configuration is wrong" in capsys.readouterr().err
