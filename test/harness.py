@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vasimov.procs import descendants
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 _domains = itertools.count((os.getpid() * 7) % 150)
@@ -68,21 +70,7 @@ def cmdline(pid: int) -> str:
 
 def child_pids(pid: int) -> list[int]:
     """All descendants of pid (from /proc), so teardown can prove nothing was left behind."""
-    kids: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        kids.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
+    return descendants(pid)
 
 
 class Graph:

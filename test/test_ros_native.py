@@ -28,6 +28,7 @@ import pytest
 from harness import ROOT, graph_env, http_json_when_ready, next_domain_id, pid_alive, wait_for
 
 from vasimov import launch_file
+from vasimov.procs import mapped_shm_segments
 
 pytestmark = pytest.mark.graph
 
@@ -179,7 +180,7 @@ class Launched:
         wait_for(up, timeout, f"the launched graph (domain {self.domain}) to report ready")
 
     def interrupt(self, sig: int = signal.SIGINT) -> None:
-        self.segments |= mapped_segments([self.proc.pid, *self.node_pids().values()])
+        self.segments |= mapped_shm_segments([self.proc.pid, *self.node_pids().values()])
         os.killpg(self.proc.pid, sig)
 
     def wait(self, timeout: float = 40.0) -> int:
@@ -211,21 +212,6 @@ class Launched:
         assert self.segments, "no Fast DDS segment seen mapped by the graph's processes"
         left = sorted(s for s in self.segments if (Path("/dev/shm") / s).exists())
         assert not left, f"Fast DDS segments of the ended graph left in /dev/shm: {left}"
-
-
-def mapped_segments(pids: list[int]) -> set[str]:
-    """The Fast DDS participant segments these processes have mapped (each participant owns one, named by 16
-    characters): what they must remove when they end cleanly. Port segments are shared by every participant of a
-    port and outlive them by design, and other runs on the machine may leave segments (killed on purpose): neither
-    is counted."""
-    out = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-                m = re.search(r"/dev/shm/(fastdds_[0-9a-z]{16})$", line)
-                if m:
-                    out.add(m.group(1))
-    return out
 
 
 @contextlib.contextmanager

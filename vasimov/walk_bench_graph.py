@@ -41,7 +41,6 @@ import http.client
 import json
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -56,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from vasimov.frames import projected_gravity
+from vasimov.procs import alive, descendants, mapped_shm_segments
 from vasimov.walk_bench import SETTLE_TIME, Criteria, Result, Scenario, check, format_table, standard_scenarios
 
 HOST = "127.0.0.1"
@@ -192,46 +192,6 @@ def max_rate(samples: Sequence[TruthSample], window: float = 0.5) -> float:
 
 
 # -- the graph ------------------------------------------------------------------------------------------------------
-def _descendants(pid: int) -> list[int]:
-    kids: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        kids.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def mapped_shm_segments(pids: Sequence[int]) -> set[str]:
-    """Fast DDS participant segments (``/dev/shm/fastdds_`` + 16 characters) these processes have mapped: what they
-    must remove when they end. Port segments are shared by every participant of a port and outlive them by design,
-    so they are not counted."""
-    out: set[str] = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-                m = re.search(r"/dev/shm/(fastdds_[0-9a-z]{16})$", line)
-                if m:
-                    out.add(m.group(1))
-    return out
-
-
 def _die_with_parent() -> None:
     from vasimov.supervisor import _die_with_parent as die
 
@@ -263,7 +223,7 @@ class Graph:
 
     def remember_nodes(self) -> None:
         if self.alive():
-            self.node_pids = sorted(set(self.node_pids) | set(_descendants(self.proc.pid)))
+            self.node_pids = sorted(set(self.node_pids) | set(descendants(self.proc.pid)))
             self.segments |= mapped_shm_segments(self.node_pids)
 
     def stop(self) -> list[int]:
@@ -278,14 +238,14 @@ class Graph:
             try:
                 self.proc.wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
-                for pid in [*_descendants(self.proc.pid), self.proc.pid]:
+                for pid in [*descendants(self.proc.pid), self.proc.pid]:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
                 self.proc.wait()
         deadline = time.monotonic() + 5.0
-        while any(_alive(p) for p in self.node_pids) and time.monotonic() < deadline:
+        while any(alive(p) for p in self.node_pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        left = [str(p) for p in self.node_pids if _alive(p)]
+        left = [str(p) for p in self.node_pids if alive(p)]
         clean_shared_memory()
         left += sorted(seg for seg in self.segments if (Path("/dev/shm") / seg).exists())
         self.log.close()

@@ -1,0 +1,53 @@
+"""Process facts read from /proc: descendants of a process, whether one is still alive, the Fast DDS segments it
+maps. Used by everything that must prove a graph left nothing behind (the graph bench, the tests)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+_SEGMENT = re.compile(r"/dev/shm/(fastdds_[0-9a-z]{16})$")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (children first, then theirs), from /proc."""
+    kids: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a zombie has ended; only its exit status waits to be read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def mapped_shm_segments(pids: Iterable[int]) -> set[str]:
+    """Fast DDS participant segments (``/dev/shm/fastdds_`` + 16 characters) these processes have mapped: what they
+    must remove when they end. Port segments are shared by every participant of a port and outlive them by design,
+    so they are not counted."""
+    out: set[str] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                m = _SEGMENT.search(line)
+                if m:
+                    out.add(m.group(1))
+    return out
