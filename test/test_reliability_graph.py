@@ -7,6 +7,7 @@ EXIT_OBSERVER_FAILED, not 0.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -70,9 +71,13 @@ def _counters() -> dict[str, Any]:
 
 def test_every_socket_of_the_graph_listens_on_loopback_only(run):
     """DDS (Fast DDS profile config/fastdds_localhost.xml) and every server: nothing on 0.0.0.0 / [::]."""
-    pids = set(run.graph.node_pids)
+    # the graph's processes now (the list taken at start-up can hold a start-up transient that is gone by now)
+    names: dict[int, str] = {}
+    for p in child_pids(run.graph.proc.pid):
+        with contextlib.suppress(OSError):
+            names[p] = cmdline(p).split()[0].rsplit("/", 1)[-1]
+    pids = set(names)
     udp, tcp = _sockets("u", pids), _sockets("t", pids)
-    names = {p: cmdline(p).split()[0].rsplit("/", 1)[-1] for p in pids}
     exposed = [(addr, names[pid]) for addr, pid in udp + tcp if not addr.startswith(LOOPBACK)]
     assert exposed == [], f"sockets beyond loopback: {exposed}"
     # not vacuous: every node has its DDS sockets, and the servers are there
