@@ -161,3 +161,19 @@ class CpuBurner:
                 p.kill()
             p.wait()
         self.procs.clear()
+
+
+SIM_API = "http://127.0.0.1:3000/api/sim"
+
+
+def sim_truth_or_none() -> Any:
+    """The twin's ground truth, or None while it does not answer (one poll; for samplers and conditions)."""
+    try:
+        return http_json(f"{SIM_API}/truth")
+    except OSError:
+        return None
+
+
+def sim_firmware() -> Any:
+    """GET /api/sim/firmware, retried while the twin is still connecting."""
+    return http_json_when_ready(f"{SIM_API}/firmware")

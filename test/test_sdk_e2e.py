@@ -18,6 +18,8 @@ import time
 import numpy as np
 import pytest
 from harness import Graph, cmdline, http_json, http_json_when_ready, run_menlo, wait_for
+from harness import sim_firmware as _firmware
+from harness import sim_truth_or_none as _truth_or_none
 from menlo.asimov import ConnectionConfig, Mode, Robot, RobotFaultedError, UdpConfig
 
 from vasimov import joints, motor_space
@@ -38,17 +40,6 @@ def graph():
     finally:
         g.stop()
         assert g.leftovers() == []
-
-
-def _truth_or_none():
-    try:
-        return http_json(f"{API}/api/sim/truth")
-    except OSError:
-        return None
-
-
-def _firmware() -> dict:
-    return http_json_when_ready(f"{API}/api/sim/firmware")
 
 
 def _restart() -> None:

@@ -32,6 +32,8 @@ from pathlib import Path
 import menlo
 import pytest
 from harness import ROOT, Graph, http_json, http_json_when_ready, wait_for
+from harness import sim_firmware as _firmware
+from harness import sim_truth_or_none as _truth_or_none
 
 pytestmark = pytest.mark.graph
 API = "http://127.0.0.1:3000"
@@ -92,19 +94,8 @@ def graph() -> Iterator[Graph]:
         assert g.leftovers() == []
 
 
-def _truth_or_none() -> dict | None:
-    try:
-        return http_json(f"{API}/api/sim/truth")
-    except OSError:
-        return None
-
-
 def _truth() -> dict:
     return http_json_when_ready(f"{API}/api/sim/truth")
-
-
-def _firmware() -> dict:
-    return http_json_when_ready(f"{API}/api/sim/firmware")
 
 
 def _restart() -> None:
