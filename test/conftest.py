@@ -17,6 +17,17 @@ settings.load_profile("vasimov")
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test's report carries the tail of every running graph's log: CI keeps nothing else."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        for g in Graph.instances:
+            if g.proc.poll() is None:
+                report.sections.append((f"graph log (pid {g.proc.pid}, domain {g.domain})", g.output()[-6000:]))
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     return SHARED

@@ -76,6 +76,9 @@ def child_pids(pid: int) -> list[int]:
 class Graph:
     """`vasimov up ...` as a subprocess with its own ROS domain; output kept in a log file."""
 
+    #: every graph started in this session, so a failing test's report can show the logs of those still running
+    instances: list[Graph] = []
+
     def __init__(self, *args: str, domain: int | None = None, env: dict[str, str] | None = None) -> None:
         self.domain = domain if domain is not None else next_domain_id()
         self.env = graph_env(self.domain)
@@ -85,6 +88,7 @@ class Graph:
         self.proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", *args], env=self.env, cwd=ROOT,
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
         self.node_pids: list[int] = []
+        Graph.instances.append(self)
 
     def output(self) -> str:
         return Path(self.log.name).read_text(errors="replace")

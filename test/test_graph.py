@@ -178,7 +178,9 @@ def test_physics_divergence_becomes_a_published_fault(graph_factory):
         wait_for(lambda: "physics fault" in g.output(), 10, "the fault in the plant's log")
         # the graph is still up and a virtual restart recovers the plant
         http_json_when_ready("http://127.0.0.1:3000/api/sim/restart", {})
-        wait_for(lambda: http_json("http://127.0.0.1:3000/api/sim/truth")["epoch"] == 1, 10, "restart")
+        # 503 "no ground truth yet" is a correct answer while the bridge's best-effort truth subscription matches
+        # (seen in CI under load): poll through it
+        wait_for(lambda: http_json_when_ready("http://127.0.0.1:3000/api/sim/truth")["epoch"] == 1, 20, "restart")
     finally:
         probe.close()
 

@@ -183,7 +183,11 @@ def test_a_stalled_edge_is_never_reported_as_a_fresh_move(graph):
         stall_flag = 1 << (1 + ALERT_FIRMWARE_STALL)
         assert during and any(f.error_flags & stall_flag for f in during), "the stall was never reported"
         assert all(f.current_mode == 0 for f in during if f.error_flags & stall_flag)
-        after = [m.tick for m in probe.all(topics.FIRMWARE_STATE)[received_before_resume:]]
+        received = probe.all(topics.FIRMWARE_STATE)
+        published_before_stop = max(m.tick for m in received[:received_before_resume])
+        # only ticks the edge decided after SIGCONT count: DDS's reliable repair may still hand the probe a few
+        # samples published before the stop (seen in CI: ticks 68, 69, 150, 151), which is not a replay
+        after = [m.tick for m in received[received_before_resume:] if m.tick > published_before_stop]
         replayed = [t for t in after if t < tick_at_resume - 5]
         assert len(replayed) <= 3, f"the edge replayed {len(replayed)} old ticks after SIGCONT"
     finally:
