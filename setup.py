@@ -10,14 +10,17 @@ from setuptools import find_packages, setup
 
 PACKAGE = "vasimov"
 
+#: the packages, bottom layer first (docs/architecture.md; test_layers.py enforces the order)
+LAYERS = ("vasimov", "vasimov_plant", "vasimov_edge", "vasimov_bridge", "vasimov_tools")
+
+
 setup(
     name=PACKAGE,
     version="0.1.0",
     description="Virtual Asimov 1: MuJoCo plant, firmware twin, policy runner and SDK/Foxglove bridges as ROS 2 nodes",
     license="Apache-2.0",
     python_requires=">=3.12",
-    packages=find_packages(include=["vasimov", "vasimov.*", "vasimov_plant", "vasimov_plant.*", "vasimov_edge",
-                                    "vasimov_edge.*", "vasimov_bridge", "vasimov_bridge.*"]),
+    packages=find_packages(include=[f"{name}{suffix}" for suffix in ("", ".*") for name in LAYERS]),
     package_data={"vasimov.data": ["*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/vasimov"]),
@@ -29,13 +32,13 @@ setup(
                       "websockets"],
     entry_points={
         "console_scripts": [
-            "vasimov = vasimov.cli:main",
+            "vasimov = vasimov_tools.cli:main",
             "plant_node = vasimov_plant.node:main",
             "edge_node = vasimov_edge.node:main",
             "policy_node = vasimov_edge.policy_node:main",
             "sdk_bridge_node = vasimov_bridge.sdk_node:main",
             "foxglove_bridge_node = vasimov_bridge.foxglove_node:main",
-            "recorder_node = vasimov.record:main",
+            "recorder_node = vasimov_tools.record:main",
             "binary_stream_node = vasimov_bridge.binary_node:main",
         ],
     },

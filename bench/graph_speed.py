@@ -1,7 +1,7 @@
 """Speed of the twin, in one run on one machine (prints figures; asserts nothing).
 
 1. single-process limit: the same closed loop (physics 200 Hz, PD motor model, firmware, a 78-D MLP policy with the
-   official architecture at 50 Hz) in one process with no messaging (vasimov.closed_loop);
+   official architecture at 50 Hz) in one process with no messaging (vasimov_tools.closed_loop);
 2. the full multi-process graph in lockstep (`vasimov up --lockstep`), with all topics at full rate, and with the
    standard topics (/joint_states, /imu, ground truth) decimated to 50 Hz;
 3. their ratio;
@@ -28,9 +28,9 @@ from common import ROOT, VENV_BIN, graph_env
 
 
 def single_process_rtf(policy: str, sim_seconds: float) -> float:
-    from vasimov.closed_loop import ClosedLoop
     from vasimov.commands import CommandSource, StandCommand, VelocityCommand
     from vasimov_edge.policy.registry import make_backend
+    from vasimov_tools.closed_loop import ClosedLoop
 
     loop = ClosedLoop.create(make_backend(policy))
     loop.submit(StandCommand(source=CommandSource.SCRIPT))

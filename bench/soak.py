@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/soak.py [--duration 1800] [--seed 0] [--out DIR] [
 One `vasimov up --record DIR/bag` graph (real time, built-in controller), and at once:
 
 * an SDK client (menlo-sdk's Python API): stand, balance, then random velocities inside the SDK envelope
-  (vasimov.walk_bench.random_commands, seeded), one every `--command-period` seconds, each held with the SDK's
+  (vasimov_tools.walk_bench.random_commands, seeded), one every `--command-period` seconds, each held with the SDK's
   own keepalive; after a fall it restarts the twin (POST /api/sim/restart) and stands up again;
 * a Foxglove client (test/foxglove_client.py) subscribed to /joint_states, counting what arrives;
 * the recorder of `--record`.
@@ -150,7 +150,7 @@ class SdkWalker(threading.Thread):
 
     def __init__(self, seed: int, duration: float, period: float, falls: FallMonitor) -> None:
         super().__init__(daemon=True, name="sdk-walker")
-        from vasimov.walk_bench import random_commands
+        from vasimov_tools.walk_bench import random_commands
 
         self.commands = random_commands(seed, n=max(1, int(duration // period)), duration=duration)
         self.period = period

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from vasimov import walk_bench, walk_bench_graph
+from vasimov_tools import walk_bench, walk_bench_graph
 
 FIELDS = ("along", "lateral", "drift", "heading")
 

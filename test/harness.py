@@ -15,9 +15,9 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from vasimov.procs import descendants
+from vasimov_tools.procs import descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -77,7 +77,7 @@ class Graph:
     """`vasimov up ...` as a subprocess with its own ROS domain; output kept in a log file."""
 
     #: every graph started in this session, so a failing test's report can show the logs of those still running
-    instances: list[Graph] = []
+    instances: ClassVar[list[Graph]] = []
 
     def __init__(self, *args: str, domain: int | None = None, env: dict[str, str] | None = None) -> None:
         self.domain = domain if domain is not None else next_domain_id()

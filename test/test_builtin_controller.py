@@ -2,9 +2,9 @@
 
 Pure tests pin the pieces the controller is built from (leg IK, support torques, ZMP preview, config checks) and its
 ``PolicyBackend`` contract. The closed-loop tests run the walking bench (PlantCore + controller in lockstep) on the
-issue's criteria, and once the graph's exact loop (plant + firmware core + backend, ``vasimov.closed_loop``) through
-stand, balance, a 3 s walk at 0.3 m/s and a stop -- what ``menlo walk -y --vx 0.3 --duration 3`` does end to end.
-Short enough for CI on two cores (~15 s of CPU in all).
+issue's criteria, and once the graph's exact loop (plant + firmware core + backend, ``vasimov_tools.closed_loop``)
+through stand, balance, a 3 s walk at 0.3 m/s and a stop -- what ``menlo walk -y --vx 0.3 --duration 3`` does end to
+end. Short enough for CI on two cores (~15 s of CPU in all).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 
 from vasimov import joints
-from vasimov import walk_bench as wb
-from vasimov.closed_loop import ClosedLoop
 from vasimov.commands import StandCommand, VelocityCommand
 from vasimov.frames import projected_gravity
 from vasimov.model.mjcf import load_model
@@ -26,6 +24,8 @@ from vasimov_edge.policy.builtin import BuiltinController, ControllerConfig
 from vasimov_edge.policy.builtin.kinematics import RobotKinematics
 from vasimov_edge.policy.builtin.preview import PreviewController, preview_gains
 from vasimov_edge.policy.interface import PolicyBackend, PolicyInput
+from vasimov_tools import walk_bench as wb
+from vasimov_tools.closed_loop import ClosedLoop
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from vasimov.closed_loop import ClosedLoop
 from vasimov.commands import DampCommand, StandCommand, VelocityCommand
 from vasimov_edge import command_script
 from vasimov_edge.firmware import Mode
 from vasimov_edge.policy.builtin import BuiltinController
+from vasimov_tools.closed_loop import ClosedLoop
 
 DT = 0.02  # control tick
 README_SCRIPT = [{"t": 0.1, "cmd": "stand"}, {"t": 4.0, "cmd": "velocity", "vx": 0.2}, {"t": 9.0, "cmd": "damp"}]

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from vasimov import launch_file
 from vasimov.ros import qos, topics
 from vasimov.ros.params import COMMON
 from vasimov_bridge import foxglove_layout, foxglove_node
+from vasimov_tools import launch_file
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYOUT = ROOT / "config" / "foxglove_layout.json"

@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from harness import Graph, cmdline, http_json, http_json_when_ready, pid_alive, wait_for
+from harness import Graph, cmdline, http_json_when_ready, pid_alive, wait_for
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from rosprobe import RosProbe
@@ -127,9 +127,9 @@ def test_lockstep_is_bit_identical_across_runs_and_exits_zero(tmp_path):
 
 
 def _reference_positions(script: str, ticks: int) -> np.ndarray:
-    from vasimov.closed_loop import ClosedLoop
     from vasimov_edge import command_script
     from vasimov_edge.policy.registry import make_backend
+    from vasimov_tools.closed_loop import ClosedLoop
 
     loop = ClosedLoop.create(make_backend("hold"))
     player = command_script.ScriptPlayer(command_script.load(script))
@@ -196,8 +196,8 @@ def test_plant_watchdog_damps_when_the_edge_dies(tmp_path):
     replaces its last motor command with damping once the command is older than command_timeout."""
     from harness import graph_env, next_domain_id
 
-    from vasimov import launch_file
-    from vasimov.supervisor import resolve_executable
+    from vasimov_tools import launch_file
+    from vasimov_tools.supervisor import resolve_executable
 
     domain = next_domain_id()
     env = graph_env(domain)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from harness import VENV_BIN, Graph, wait_for
 
-from vasimov import introspect
+from vasimov_tools import introspect
 
 
 def _run(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:

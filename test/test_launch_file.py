@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vasimov import launch_file
 from vasimov.ros.params import COMMON
+from vasimov_tools import launch_file
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = ROOT / "launch" / "bringup.launch.yaml"

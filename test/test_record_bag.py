@@ -1,4 +1,4 @@
-"""The bag-writing core (vasimov.bag) and the recorder's provenance helpers, without a ROS graph.
+"""The bag-writing core (vasimov_tools.bag) and the recorder's provenance helpers, without a ROS graph.
 
 Bags written here are read back with rosbags' own Reader and a typestore built independently from the installed
 .msg files, as any user of the bag would.
@@ -15,8 +15,8 @@ import yaml
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from vasimov import bag
-from vasimov.record import (
+from vasimov_tools import bag
+from vasimov_tools.record import (
     ProvenanceInfo,
     config_files,
     config_sha256,
@@ -274,7 +274,7 @@ def test_provenance_serializes_identically_for_bag_and_ros(store):
 
 
 def test_recorder_config_file_matches_declared_parameters():
-    from vasimov import record
+    from vasimov_tools import record
 
     declared = {p.name: p for p in record.PARAMS}
     cfg = yaml.safe_load((ROOT / "config" / "recorder.yaml").read_text())["/**/recorder"]["ros__parameters"]

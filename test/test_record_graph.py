@@ -20,10 +20,10 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosprobe import RosProbe
 from vasimov_msgs.msg import PlantState
 
-from vasimov.bag import share_directory
-from vasimov.record import model_sha256
 from vasimov.ros import qos, topics
 from vasimov_bridge import sdk_wire
+from vasimov_tools.bag import share_directory
+from vasimov_tools.record import model_sha256
 
 pytestmark = pytest.mark.graph
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from harness import Graph, child_pids, cmdline, http_json, http_json_when_ready, wait_for
 
-from vasimov.supervisor import EXIT_OBSERVER_FAILED
+from vasimov_tools.supervisor import EXIT_OBSERVER_FAILED
 
 pytestmark = pytest.mark.graph
 

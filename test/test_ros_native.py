@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from harness import ROOT, graph_env, http_json_when_ready, next_domain_id, pid_alive, wait_for
 
-from vasimov import launch_file
-from vasimov.procs import mapped_shm_segments
+from vasimov_tools import launch_file
+from vasimov_tools.procs import mapped_shm_segments
 
 pytestmark = pytest.mark.graph
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from harness import wait_for
 
-from vasimov import graph_status, launch_file
-from vasimov.launch_file import LaunchDescription, NodeSpec
-from vasimov.supervisor import EXIT_OBSERVER_FAILED, MAX_BACKOFF_S, Supervisor, restart_delay
+from vasimov import graph_status
+from vasimov_tools import launch_file
+from vasimov_tools.launch_file import LaunchDescription, NodeSpec
+from vasimov_tools.supervisor import EXIT_OBSERVER_FAILED, MAX_BACKOFF_S, Supervisor, restart_delay
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = ROOT / "launch" / "bringup.launch.yaml"
@@ -82,7 +83,7 @@ def test_the_launch_file_marks_control_nodes_and_observers():
 
 
 def test_the_recorder_up_adds_is_an_observer_that_is_not_restarted(tmp_path):
-    from vasimov.cli import with_recorder
+    from vasimov_tools.cli import with_recorder
 
     desc = with_recorder(launch_file.load(LAUNCH), LAUNCH, {}, tmp_path / "bag")
     rec = desc.nodes[-1]
@@ -182,7 +183,7 @@ if sys.platform != "linux":  # PR_SET_PDEATHSIG and /proc are Linux-only
 
 def test_an_observer_with_a_configuration_error_is_not_restarted(tmp_path, capsys):
     from vasimov.ros.spin import EXIT_CONFIG
-    from vasimov.supervisor import EXIT_CONFIG as SUPERVISOR_EXIT_CONFIG
+    from vasimov_tools.supervisor import EXIT_CONFIG as SUPERVISOR_EXIT_CONFIG
 
     assert SUPERVISOR_EXIT_CONFIG == EXIT_CONFIG
     run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),

@@ -1,7 +1,7 @@
 """The flows users type, through the firmware core, in lockstep: `menlo stand -y && menlo balance -y && menlo walk`
 with every delay a person or a shell leaves between them.
 
-The single-process loop (`vasimov.closed_loop`) is the lockstep graph's proven bit-identical twin, so a sweep here
+The single-process loop (`vasimov_tools.closed_loop`) is the lockstep graph's proven bit-identical twin, so a sweep here
 covers the graph's behaviour at a fraction of its cost; the graph itself is driven by the real CLI in
 test_readme_flow.py. The SDK's cadence is reproduced: `stand` returns once the firmware is armed, `balance` sends
 one zero velocity and returns in MOVE, `walk` re-sends its velocity every 0.1 s and ends with one zero.
@@ -13,12 +13,12 @@ import math
 
 import pytest
 
-from vasimov import walk_bench as wb
-from vasimov.closed_loop import ClosedLoop
 from vasimov.commands import DampCommand, StandCommand
 from vasimov.frames import projected_gravity
 from vasimov_edge.firmware import Mode
 from vasimov_edge.policy.builtin import BuiltinController
+from vasimov_tools import walk_bench as wb
+from vasimov_tools.closed_loop import ClosedLoop
 
 DELAYS = [round(0.25 * k, 2) for k in range(21)]  # 0 .. 5 s
 

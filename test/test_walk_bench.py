@@ -13,8 +13,8 @@ from dataclasses import asdict, replace
 import numpy as np
 import pytest
 
-from vasimov import walk_bench as wb
 from vasimov_edge.policy.registry import HoldPoseBackend
+from vasimov_tools import walk_bench as wb
 
 
 def _result(**kw: object) -> wb.Result:
@@ -169,7 +169,7 @@ def test_a_scenarios_own_fall_criterion_is_applied():
 
 def test_cli_passes_options_to_the_bench(capsys):
     """`vasimov bench walk --policy hold NAME` reaches the bench's own parser (options first included)."""
-    from vasimov import cli
+    from vasimov_tools import cli
 
     code = cli.main(["bench", "walk", "--policy", "hold", "push_side_100N"])
     out = capsys.readouterr().out

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from harness import ROOT, VENV_BIN, graph_env, next_domain_id
 
-from vasimov import walk_bench, walk_bench_graph
-from vasimov.walk_bench import Criteria, Scenario
-from vasimov.walk_bench_graph import TruthSample, max_rate, score
+from vasimov_tools import walk_bench, walk_bench_graph
+from vasimov_tools.walk_bench import Criteria, Scenario
+from vasimov_tools.walk_bench_graph import TruthSample, max_rate, score
 
 # Graph minus single-process, measured with bench/walk_graph_agreement.py and this test (2026-12-01, 2-core machine
 # shared with other runs at load average 12-36, lockstep RTF 0.3-1.5; 5 graph runs of each): forward_0.3_3s along

@@ -1,6 +1,6 @@
 """The supervisor's view of the graph's processes, shared with the nodes through one small JSON file.
 
-`vasimov up` (vasimov.supervisor) knows what no node can see from inside: which process died, with which exit
+`vasimov up` (vasimov_tools.supervisor) knows what no node can see from inside: which process died, with which exit
 code, and whether it was restarted. It writes that here whenever it changes and names the file in the nodes'
 environment (``VASIMOV_GRAPH_STATUS``), so the SDK bridge can show it at ``GET /api/sim/counters`` next to its own
 counters. Under ``ros2 launch`` the variable is unset and there is nothing to show (``read()`` is None).
@@ -16,6 +16,9 @@ import os
 import signal
 from pathlib import Path
 from typing import Any
+
+#: A node prints one line starting with this at exit; `vasimov up` collects it into its exit summary.
+SUMMARY_TAG = "summary for vasimov up: "
 
 ENV_VAR = "VASIMOV_GRAPH_STATUS"
 

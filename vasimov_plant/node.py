@@ -38,6 +38,7 @@ from vasimov_msgs.msg import FootContacts, MotorCommand, PlantFault, PlantState,
 
 from vasimov import joints
 from vasimov.frames import rotate_inverse
+from vasimov.graph_status import SUMMARY_TAG
 from vasimov.model.urdf import build_urdf
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
@@ -45,7 +46,6 @@ from vasimov.ros.lockstep import writers_matched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import ros_session
-from vasimov.supervisor import SUMMARY_TAG
 from vasimov_bridge.http_api import HttpError, parse_push
 from vasimov_plant.pacing import Pacer
 from vasimov_plant.physics import GroundTruth, MotorTargets, PhysicsError, PlantCore, SensorReading, validate_command

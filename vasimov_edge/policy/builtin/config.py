@@ -1,6 +1,6 @@
 """Every tunable of the built-in walker in one frozen dataclass, with the reason for each default.
 
-Numbers marked "measured" were tuned on the bench (``vasimov.walk_bench``, several initial conditions); the rest
+Numbers marked "measured" were tuned on the bench (``vasimov_tools.walk_bench``, several initial conditions); the rest
 follow from the geometry of the fact-sheet model (foot 0.167 m x 0.04-0.056 m, ankle roll +/-0.1 rad, ankle pitch
 +/-0.35 rad around a -0.30 stand angle, hips 0.215 m apart, pelvis ~0.61 m) or from the first model-based probe's
 notes (``locomotion_notes.md``).

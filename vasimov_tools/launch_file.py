@@ -6,7 +6,7 @@ namespace, param, remap, output, args, if, unless, on_exit, respawn, respawn_del
 substitutions `$(var NAME)`, `$(env NAME [default])` and `$(find-pkg-share PKG)`. Anything else is refused with a
 clear error rather than silently ignored, so the file never means one thing to `ros2 launch` and another here.
 
-What happens when a node exits is launch's own vocabulary, and `vasimov.supervisor` gives it the same meaning:
+What happens when a node exits is launch's own vocabulary, and `vasimov_tools.supervisor` gives it the same meaning:
 `on_exit: shutdown` stops the whole graph (the control nodes), `respawn: "true"` starts the node again after
 `respawn_delay` seconds, at most `respawn_max_retries` times (-1: no limit, launch's default; the observers), and a
 node with neither just ends (reported, the graph keeps running).

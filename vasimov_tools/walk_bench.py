@@ -1,14 +1,14 @@
 """Walking bench: scenarios through the same firmware core the graph runs, in lockstep, deterministic, scored on
 ground truth.
 
-Each scenario starts the way a user starts the robot (``menlo stand -y && menlo balance -y``): the robot boots limp
-on the virtual gantry, STAND is sent at once, the balance command (a zero velocity) the tick the firmware reports
-armed (0.5 s into the 2 s STAND ramp, when the SDK's ``stand`` returns), which hands the joints to the locomotion
-backend and takes the gantry hook off; the robot then balances for ``settle_time`` before the scenario's clock starts.
+Each scenario starts the way a user starts the robot (``menlo stand -y && menlo balance -y``): the robot boots limp on
+the virtual gantry, STAND is sent at once, the balance command (a zero velocity) the tick the firmware reports armed
+(0.5 s into the 2 s STAND ramp, when the SDK's ``stand`` returns), which hands the joints to the locomotion backend
+and takes the gantry hook off; the robot then balances for ``settle_time`` before the scenario's clock starts.
 Commands are velocity packets re-sent every 0.1 s as the SDK's keepalive does, through the firmware (its clamps,
 gains, target clamp, watchdogs and fall latch all apply; only the arbiter between command sources is left out) via
-:class:`vasimov.closed_loop.ClosedLoop` -- the single-process loop the lockstep graph is proven bit-identical to. The
-backend sees only what the robot's policy sees; the plant's ground truth is read only to score the run.
+:class:`vasimov_tools.closed_loop.ClosedLoop` -- the single-process loop the lockstep graph is proven bit-identical
+to. The backend sees only what the robot's policy sees; the plant's ground truth is read only to score the run.
 
 Scores (all along/relative to the pose at the moment the scenario starts):
 
@@ -20,7 +20,7 @@ Scores (all along/relative to the pose at the moment the scenario starts):
   compute criterion is judged on CPU time: on a shared machine the wall-clock tail measures preemption by other
   processes (tens of ms), not the controller; both are reported.
 
-``python -m vasimov.walk_bench [names...]`` prints a table and one JSON line per scenario.
+``python -m vasimov_tools.walk_bench [names...]`` prints a table and one JSON line per scenario.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from vasimov import joints
-from vasimov.closed_loop import ClosedLoop
 from vasimov.commands import StandCommand, VelocityCommand
 from vasimov.frames import projected_gravity
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
+from vasimov_tools.closed_loop import ClosedLoop
 
 CONTROL_DT = 0.02  # s; the firmware ticks backends at 50 Hz
 SETTLE_TIME = 1.0  # s of balancing (zero command) after the backend takes over, before the scenario's clock starts
@@ -402,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "the same scenarios then compare the official checkpoint with the built-in controller")
     ap.add_argument("--graph", action="store_true",
                     help="drive the scenarios through the full node graph with the real menlo-sdk over UDP (one "
-                         "fresh `vasimov up` per scenario, lockstep unless --realtime); vasimov.walk_bench_graph")
+                         "fresh `vasimov up` per scenario, lockstep unless --realtime); vasimov_tools.walk_bench_graph")
     ap.add_argument("--realtime", action="store_true", help="with --graph: run the graph in real time")
     args = ap.parse_args(argv)
     if args.realtime and not args.graph:
@@ -413,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown scenario(s) {unknown}; valid: {', '.join(scenarios)}")
     if args.graph:
-        from vasimov import walk_bench_graph
+        from vasimov_tools import walk_bench_graph
 
         return walk_bench_graph.run([scenarios[n] for n in names], realtime=args.realtime,
                                     policy=None if args.policy == "builtin" else args.policy)

@@ -10,7 +10,7 @@ What it does, and why:
   topic are matched. The recorder is one of them, and subscribes to the tick topic *last*: after the
   ``expected_nodes`` are on the graph and every topic they publish is subscribed and matched, so the first physics
   step is already on its way into the bag.
-* **Time**: messages are logged at simulated time (``vasimov.bag``: their own stamp, else the latest /clock).
+* **Time**: messages are logged at simulated time (``vasimov_tools.bag``: their own stamp, else the latest /clock).
 * **Memory**: callbacks only enqueue into ``BagRecorder``'s bounded queue; a writer thread writes. Drops (queue
   full) and DDS-reported losses are counted per topic, logged at exit and stored in the bag's custom data.
 * **Stop**: SIGINT/SIGTERM end recording cleanly: the node keeps taking what DDS already delivered for up to
@@ -42,14 +42,14 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from vasimov_msgs.msg import Provenance
 
-from vasimov import bag
 from vasimov.cpu_priority import renice_all_threads
-from vasimov.introspect import IntrospectError, adapted_qos, message_class, publisher_qos_flags
 from vasimov.ros import qos, topics
 from vasimov.ros.batch_take import spin_once_batched
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
 from vasimov.stop_signals import stop_on_signals
+from vasimov_tools import bag
+from vasimov_tools.introspect import IntrospectError, adapted_qos, message_class, publisher_qos_flags
 
 # `lockstep` (from COMMON) makes the recorder a lockstep participant: it subscribes to the tick topic only once the
 # expected nodes' topics are all subscribed and matched.
@@ -225,7 +225,7 @@ class RecorderNode(Node):
         self.discover()
 
     def _provenance(self, executor: SingleThreadedExecutor) -> ProvenanceInfo:
-        from vasimov import launch_file as lf
+        from vasimov_tools import launch_file as lf
 
         share = lf.share_directory("vasimov")
         launch = Path(self.p["launch_file"] or share / "launch" / "bringup.launch.yaml")

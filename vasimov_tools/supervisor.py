@@ -4,7 +4,7 @@ Guarantees: one process per node; Ctrl-C / SIGTERM stop every node cleanly (SIGI
 release their shared-memory segments, SIGKILL only after a grace period); children die with the supervisor even if
 it is killed hard (PR_SET_PDEATHSIG).
 
-A node that exits on its own is handled as its launch entry says (launch's attributes, see vasimov.launch_file):
+A node that exits on its own is handled as its launch entry says (launch's attributes, see vasimov_tools.launch_file):
 
 * `on_exit: shutdown` (the control nodes: plant, edge, policy, SDK bridge): the graph stops with a clear message
   and the node's exit code, except the node named `primary`, whose clean exit is the normal end of a bounded run;
@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import TextIO
 
 from vasimov import graph_status
-from vasimov.launch_file import LaunchDescription, NodeSpec, share_directory
+from vasimov.graph_status import SUMMARY_TAG
 from vasimov.stop_signals import stop_on_signals
+from vasimov_tools.launch_file import LaunchDescription, NodeSpec, share_directory
 
 _PR_SET_PDEATHSIG = 1
 # A node's output line that starts with this is also repeated in the summary `vasimov up` prints at exit (the
 # plant's achieved real-time factor, for instance), where it is not lost among the nodes' logs.
-SUMMARY_TAG = "summary for vasimov up: "
 EXIT_OBSERVER_FAILED = 7  # the run ended normally, but an observer died on the way (restarted or not)
 MAX_BACKOFF_S = 30.0  # longest wait before an observer's restart
 # A node's exit code for a configuration error (vasimov.ros.spin.EXIT_CONFIG; not imported here, it pulls in rclpy):

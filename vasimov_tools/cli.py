@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vasimov import launch_file
+from vasimov_tools import launch_file
 
 
 def _default_launch() -> Path:
@@ -60,7 +60,7 @@ def cmd_up(ns: argparse.Namespace) -> int:
     except launch_file.LaunchFileError as exc:
         print(f"vasimov up: {exc}", file=sys.stderr)
         return 2
-    from vasimov.supervisor import Supervisor
+    from vasimov_tools.supervisor import Supervisor
 
     primary = "plant" if float(desc.args.get("duration", "0") or 0) > 0 else None
     try:
@@ -71,7 +71,7 @@ def cmd_up(ns: argparse.Namespace) -> int:
     return supervisor.run()
 
 
-# -- recording and graph introspection (vasimov.record, vasimov.introspect) ----------------------------------------
+# -- recording and graph introspection (vasimov_tools.record, vasimov_tools.introspect) ------------------------------
 RECORDER_NODE = "recorder"
 
 
@@ -109,7 +109,7 @@ def _ros_env() -> None:
     loopback profile."""
     import os
 
-    from vasimov.supervisor import graph_environment
+    from vasimov_tools.supervisor import graph_environment
 
     os.environ.update(graph_environment())
 
@@ -133,7 +133,7 @@ def cmd_record(ns: argparse.Namespace) -> int:
         print(f"vasimov record: {out} already exists; a recording never overwrites", file=sys.stderr)
         return 2
     _ros_env()
-    from vasimov import record
+    from vasimov_tools import record
 
     args = ["vasimov-record", "--ros-args", "-r", f"__node:={RECORDER_NODE}", *_param("output", str(out)),
             *_param("compression", ns.compression), *_param("exclude", ns.exclude or "")]
@@ -148,8 +148,8 @@ def cmd_topics(ns: argparse.Namespace) -> int:
         print("vasimov topics: --window must be > 0", file=sys.stderr)
         return 2
     _ros_env()
-    from vasimov import introspect
     from vasimov.stop_signals import stop_on_signals
+    from vasimov_tools import introspect
 
     with stop_on_signals() as stop:
         rates = introspect.measure_topics(ns.window, stop=stop)
@@ -163,8 +163,8 @@ def cmd_echo(ns: argparse.Namespace) -> int:
         print("vasimov echo: --count must be >= 0", file=sys.stderr)
         return 2
     _ros_env()
-    from vasimov import introspect
     from vasimov.stop_signals import stop_on_signals
+    from vasimov_tools import introspect
 
     with stop_on_signals() as stop:
         try:
@@ -183,7 +183,7 @@ def cmd_model_export(ns: argparse.Namespace) -> int:
 
 
 def cmd_bench_walk(ns: argparse.Namespace) -> int:
-    from vasimov import walk_bench
+    from vasimov_tools import walk_bench
 
     return walk_bench.main(ns.rest)
 
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:2] == ["bench", "walk"]:
         # the walking bench has its own parser; argparse's REMAINDER refuses a first argument that looks like an
         # option (`vasimov bench walk --set viewer`), so hand the rest over before parsing
-        from vasimov import walk_bench
+        from vasimov_tools import walk_bench
 
         return walk_bench.main(args[2:])
     ns = build_parser().parse_args(args)

@@ -1,13 +1,13 @@
 """Graph mode of the walking bench: the same scenarios, driven through the full node graph by the real menlo-sdk.
 
-``vasimov bench walk --graph [--realtime] [names...]`` runs every scenario of :mod:`vasimov.walk_bench` in a fresh
+``vasimov bench walk --graph [--realtime] [names...]`` runs every scenario of :mod:`vasimov_tools.walk_bench` in a fresh
 ``vasimov up`` graph (its own ``ROS_DOMAIN_ID``, loopback discovery) and drives it the way a user does:
 ``Robot(ConnectionConfig(udp=UdpConfig("127.0.0.1"))).connect()``, ``stand()``, ``balance()``, then
 ``set_velocity(vx, vy, vyaw)`` (held, the SDK's 10 Hz keepalive) at the scenario's command times and
 ``POST /api/sim/push`` at its push times. It is scored on ``GET /api/sim/truth`` with the single-process bench's own
-rules (:func:`vasimov.walk_bench.check`), so the two tables read the same. Why it exists: the single-process bench
-(:mod:`vasimov.closed_loop`) leaves out UDP, the SDK, the arbiter and the process hops; this shows its numbers hold on
-the path users drive.
+rules (:func:`vasimov_tools.walk_bench.check`), so the two tables read the same. Why it exists: the single-process
+bench (:mod:`vasimov_tools.closed_loop`) leaves out UDP, the SDK, the arbiter and the process hops; this shows its
+numbers hold on the path users drive.
 
 What differs from the single-process bench, on purpose and measured:
 
@@ -55,8 +55,8 @@ from typing import Any
 import numpy as np
 
 from vasimov.frames import projected_gravity
-from vasimov.procs import alive, descendants, mapped_shm_segments
-from vasimov.walk_bench import SETTLE_TIME, Criteria, Result, Scenario, check, format_table, standard_scenarios
+from vasimov_tools.procs import alive, descendants, mapped_shm_segments
+from vasimov_tools.walk_bench import SETTLE_TIME, Criteria, Result, Scenario, check, format_table, standard_scenarios
 
 HOST = "127.0.0.1"
 HTTP_PORT = 3000  # the SDK's fixed version-check port; the bench is the SDK's default user
@@ -193,7 +193,7 @@ def max_rate(samples: Sequence[TruthSample], window: float = 0.5) -> float:
 
 # -- the graph ------------------------------------------------------------------------------------------------------
 def _die_with_parent() -> None:
-    from vasimov.supervisor import _die_with_parent as die
+    from vasimov_tools.supervisor import _die_with_parent as die
 
     die()
 
@@ -202,7 +202,7 @@ class Graph:
     """One ``vasimov up`` (the launch machinery users run) with its own ROS domain, output in a log file."""
 
     def __init__(self, launch_args: Sequence[str], domain: int) -> None:
-        from vasimov.supervisor import graph_environment, resolve_executable
+        from vasimov_tools.supervisor import graph_environment, resolve_executable
 
         env = graph_environment()
         env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
@@ -230,7 +230,7 @@ class Graph:
         """SIGINT (the supervisor stops every node cleanly), SIGKILL after ``STOP_TIMEOUT``; Fast DDS segments of dead
         processes are removed. Returns what was left behind: node processes still alive, and the nodes' shared-memory
         segments still in /dev/shm (both empty after a clean stop)."""
-        from vasimov.supervisor import clean_shared_memory
+        from vasimov_tools.supervisor import clean_shared_memory
 
         self.remember_nodes()
         if self.alive():
