@@ -58,11 +58,8 @@ class Print:
     base_yaw: float
 
 
-def _scenario(name: str, duration: float | None, **options: object) -> Print:
-    """A bench scenario (stand, balance, settle, the scenario's commands and pushes) with config overrides."""
-    s = wb.standard_scenarios()[name] if name in wb.standard_scenarios() else wb.Scenario(name, 4.0)
-    if duration is not None:
-        s = replace(s, duration=duration)
+def _run(s: wb.Scenario, **options: object) -> Print:
+    """``s`` on the walking bench (stand, balance, settle, its commands and pushes) with config overrides."""
     s = replace(s, criteria=wb.Criteria(max_compute_p99=None))
     holder: list[_Recorded] = []
     plants: list[object] = []
@@ -80,20 +77,15 @@ def _scenario(name: str, duration: float | None, **options: object) -> Print:
     return Print(holder[0].digest.hexdigest(), tuple(float(x) for x in tr.base_pos), float(tr.base_yaw))
 
 
+def _scenario(name: str, duration: float | None, **options: object) -> Print:
+    """A standard bench scenario, optionally cut to ``duration`` s."""
+    s = wb.standard_scenarios()[name]
+    return _run(s if duration is None else replace(s, duration=duration), **options)
+
+
 def _push(force: tuple[float, float, float], duration: float) -> Print:
     """A 0.15 s pelvis push at 1 s while balancing (90 N front steps: the recovery code runs)."""
-    s = wb.Scenario("push", duration, pushes=(wb.Push(1.0, force),), criteria=wb.Criteria(max_compute_p99=None))
-    holder: list[_Recorded] = []
-    plants: list[object] = []
-
-    def factory(**o: object) -> _Recorded:
-        holder.append(_Recorded(ControllerConfig(**o)))  # type: ignore[arg-type]
-        return holder[0]
-
-    wb.run_scenario(s, factory, on_tick=lambda _t, _b, p: plants.append(p) if not plants else None,
-                    stop_on_fall=False)
-    tr = plants[0].truth()  # type: ignore[attr-defined]
-    return Print(holder[0].digest.hexdigest(), tuple(float(x) for x in tr.base_pos), float(tr.base_yaw))
+    return _run(wb.Scenario("push", duration, pushes=(wb.Push(1.0, force),)))
 
 
 def _user_flow(balance_delay: float, walk_delay: float, vx: float, duration: float, rest: float) -> Print:
