@@ -16,9 +16,12 @@ comes from the library, not the code, and regenerate with ``.venv/bin/python tes
 from __future__ import annotations
 
 import hashlib
+import platform
 import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -129,6 +132,23 @@ FULL_RUNS = {
     "full_user_flow": lambda: _user_flow(1.0, 2.0, 0.3, 3.0, 4.0),
 }
 
+def environment() -> str:
+    """What the last bits of a floating-point result depend on besides the code: the numerical libraries and the
+    CPU (NumPy and MuJoCo pick SIMD kernels at run time, and a different kernel may sum in a different order)."""
+    model = "unknown cpu"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("model name")), model)
+        flags = next((line.split(":", 1)[1].split() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("flags")), [])
+        model += " " + ",".join(f for f in ("avx", "avx2", "fma", "avx512f") if f in flags)
+    return f"mujoco {mujoco.__version__}, numpy {np.__version__}, {platform.machine()}, {model}"
+
+
+#: the environment the expected fingerprints were computed in (elsewhere the test says so and skips: see module doc)
+EXPECTED_ENVIRONMENT = "mujoco 4.0.0, numpy 2.5.5, x86_64, AMD EPYC avx,avx2,fma,avx512f"
+
 # computed by the single-class controller (before the split into modules), NumPy/MuJoCo of this tree's .venv
 EXPECTED: dict[str, Print] = {
     "forward_0.3": Print(
@@ -179,6 +199,9 @@ FULL_EXPECTED: dict[str, Print] = {
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_fingerprint_is_unchanged(name: str) -> None:
+    if environment() != EXPECTED_ENVIRONMENT:
+        pytest.skip(f"fingerprints were computed on {EXPECTED_ENVIRONMENT!r}, this is {environment()!r}: bit-exact "
+                    "hashes are only comparable on the same libraries and CPU (regenerate: see the module doc)")
     got = RUNS[name]()
     want = EXPECTED[name]
     assert got.digest == want.digest, (
@@ -189,6 +212,7 @@ def test_fingerprint_is_unchanged(name: str) -> None:
 
 def main(argv: list[str]) -> None:
     """Print each run's fingerprint in the form of ``EXPECTED``, and whether it matches the stored one."""
+    print(f"environment: {environment()!r}")
     runs = {**RUNS, **(FULL_RUNS if "--full" in argv else {})}
     expected = {**EXPECTED, **FULL_EXPECTED}
     for name, run in runs.items():
