@@ -407,10 +407,6 @@ class FoxgloveBridgeNode(Node):
         """Why a topic can never be bridged as it is (until it leaves the graph), or None."""
         if topic in (topics.FOXGLOVE_TF, topics.FOXGLOVE_STATS):
             return "the bridge's own channel has this name"
-        if self.p["lockstep"] and topic == topics.PLANT_TICK:
-            # the plant starts a lockstep run once enough readers match this topic: a viewer must not count as
-            # one. /vasimov/plant/state carries the same states every physics step.
-            return "in lockstep the tick topic is the plant's start gate; view /vasimov/plant/state instead"
         if len(types) != 1:
             return f"published with several types {types}"
         return None
