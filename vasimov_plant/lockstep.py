@@ -33,7 +33,7 @@ class LockstepDriver:
         self.node = node
         self.gate = LockstepGate(parse_participants(node.p["lockstep_participants"]), now=time.monotonic(),
                                  join_timeout=node.p["lockstep_join_timeout"])
-        node.create_subscription(String, topics.LOCKSTEP_READY, self._on_ready, qos.LATCHED)
+        node.create_subscription(String, topics.LOCKSTEP_READY, self._on_ready, qos.LATCHED_FROM_MANY)
         self.wall_start = 0.0
         self.sim_start = 0.0
 
@@ -42,8 +42,13 @@ class LockstepDriver:
 
     def _log(self, events: list[GateEvent]) -> None:
         logger = self.node.get_logger()
-        for e in events:
-            {"info": logger.info, "warning": logger.warning}.get(e.level, logger.error)(e.text)
+        for e in events:  # one call site per severity: rclpy refuses a call site whose severity changes
+            if e.level == "info":
+                logger.info(e.text)
+            elif e.level == "warning":
+                logger.warning(e.text)
+            else:
+                logger.error(e.text)
 
     def _wired(self) -> bool:
         """The plant's writers matched every reader it knows of, and someone publishes the answers."""
