@@ -11,6 +11,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 
 from vasimov.ros import qos
+from vasimov.ros.lockstep import announce_ready
 
 
 class RosProbe:
@@ -45,6 +46,11 @@ class RosProbe:
                     del buf[: len(buf) - keep]
 
         return self.node.create_subscription(msg_type, topic, cb, profile)
+
+    def announce_lockstep_ready(self) -> None:
+        """Take part in a lockstep run: the graph must declare this probe (``lockstep_participants:=edge,policy,
+        <probe name>``); call once the probe reads the tick topic, so the plant's first tick reaches it."""
+        announce_ready(self.node)
 
     def publisher(self, topic: str, msg_type: type, profile: QoSProfile = qos.COMMANDS):
         return self.node.create_publisher(msg_type, topic, profile)

@@ -25,13 +25,13 @@ from websockets.sync.client import connect
 
 from vasimov_bridge import ws_subprotocol as wsp
 from vasimov_bridge.foxglove_front import SubprotocolFront
-from vasimov_bridge.foxglove_node import _SdkLogs
+from vasimov_bridge.foxglove_server import SdkLogs
 
 SENTINEL = 10**12  # log time of the message sent after the flood
 
 
 class _CountingNode:
-    """The things `_SdkLogs` and the front need from the node."""
+    """The things `SdkLogs` and the front need from the node."""
 
     def __init__(self) -> None:
         self.counters: Counter[str] = Counter()
@@ -50,7 +50,7 @@ class _CountingNode:
 @pytest.mark.parametrize("via_front", [False, True], ids=["sdk", "front"])
 def test_a_stalled_client_never_blocks_logging_and_its_overflow_is_counted(via_front):
     node = _CountingNode()
-    handler = _SdkLogs(node)
+    handler = SdkLogs(node)
     sdk_logger = logging.getLogger("foxglove")
     sdk_logger.addHandler(handler)
     sdk_logger.setLevel(logging.INFO)

@@ -13,7 +13,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from vasimov.ros import qos, topics
 from vasimov.ros.params import COMMON
-from vasimov_bridge import foxglove_layout, foxglove_node
+from vasimov_bridge import foxglove_channels, foxglove_layout, foxglove_node
 from vasimov_tools import launch_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,5 +128,5 @@ TL, V = DurabilityPolicy.TRANSIENT_LOCAL, DurabilityPolicy.VOLATILE
     ([], B, V, 50),  # nobody publishes yet: the reader that matches anyone who comes
 ])
 def test_the_bridge_reads_a_topic_with_qos_every_publisher_matches(publishers, reliability, durability, depth):
-    got = foxglove_node.subscription_qos(publishers)
+    got = foxglove_channels.subscription_qos(publishers)
     assert (got.reliability, got.durability, got.depth) == (reliability, durability, depth)

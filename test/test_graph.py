@@ -82,18 +82,19 @@ def test_a_dead_node_stops_the_graph_with_a_clear_message(graph_factory):
 
 
 def _lockstep_run(tmp_path, script: str, seed: int = 1, duration: float = 6.0):
-    """Run a lockstep graph with the probe as a third participant; return the control-tick states."""
+    """Run a lockstep graph with the probe as a declared third participant; return the control-tick states."""
     g = Graph("--lockstep", "--duration", str(duration), "--policy", "hold", "--seed", str(seed), "--script", script,
-              "lockstep_participants:=3")
+              "lockstep_participants:=edge,policy,test_probe")
     probe = RosProbe(g.domain)
     try:
         deep = QoSProfile(depth=100_000, reliability=ReliabilityPolicy.RELIABLE)  # a slow probe must not drop
         subs = [probe.subscribe(topics.FIRMWARE_STATE, FirmwareState, deep),
                 probe.subscribe(topics.PLANT_STATE, PlantState, deep),
                 probe.subscribe(topics.MOTOR_COMMAND, MotorCommand, deep)]
-        # join the tick topic (which lets the plant start) only once the other readers are matched
+        # join the tick topic and announce ready (which lets the plant start) once the other readers are matched
         wait_for(lambda: all(s.get_publisher_count() > 0 for s in subs), 60, "the probe's readers to match")
         probe.subscribe(topics.PLANT_TICK, PlantState, deep)
+        probe.announce_lockstep_ready()
         rc = g.proc.wait(timeout=180)
         assert rc == 0, g.output()[-3000:]
         expected_ticks = round(duration / 0.02) + 1

@@ -57,7 +57,7 @@ def test_every_observation_entry_and_action_in_the_live_graph(tmp_path):
     script.write_text("- {t: 0.1, cmd: stand}\n"
                       f"- {{t: 3.6, cmd: velocity, vx: {COMMAND[0]}, vy: {COMMAND[1]}, vyaw: {COMMAND[2]}}}\n")
     g = Graph("--lockstep", "--duration", "4.2", "--policy", str(policy), "--script", str(script),
-              "lockstep_participants:=3", "foxglove:=false", "binary_stream:=false")
+              "lockstep_participants:=edge,policy,test_probe", "foxglove:=false", "binary_stream:=false")
     probe = RosProbe(g.domain)
     deep = QoSProfile(depth=100_000, reliability=ReliabilityPolicy.RELIABLE)
     try:
@@ -66,6 +66,7 @@ def test_every_observation_entry_and_action_in_the_live_graph(tmp_path):
                 probe.subscribe(topics.MOTOR_COMMAND, MotorCommand, deep)]
         wait_for(lambda: all(s.get_publisher_count() > 0 for s in subs), 60, "the probe's readers to match")
         probe.subscribe(topics.PLANT_TICK, PlantState, deep)
+        probe.announce_lockstep_ready()
         assert g.proc.wait(timeout=180) == 0, g.output()[-3000:]
         wait_for(lambda: probe.count(topics.PLANT_TICK) >= 211, 10, "every tick")
         ticks = {m.tick: m for m in probe.all(topics.PLANT_TICK)}

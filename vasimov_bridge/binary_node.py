@@ -295,7 +295,7 @@ class BinaryStreamNode(Node):
         self.build_errors = 0
 
         self.pub_cmd = self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
-        # PLANT_STATE, not PLANT_TICK: subscribers of the tick topic count as lockstep participants.
+        # PLANT_STATE (every physics step), not PLANT_TICK (control ticks only): the freshest state to sample.
         self.sampler = _NewestSampler(self.context, "binary_stream_sampler", {
             topics.PLANT_STATE: PlantState, topics.FIRMWARE_STATE: FirmwareState, topics.ODOM_TRUTH: Odometry})
         self.server = WsStreamServer(self.p["bind_host"], self.p["port"], self.on_packet,

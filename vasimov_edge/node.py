@@ -22,7 +22,7 @@ from vasimov.commands import CommandSource, Rejection, RobotCommand, VelocityCom
 from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import from_msg
-from vasimov.ros.lockstep import subscribe_when_ready
+from vasimov.ros.lockstep import join_lockstep
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
@@ -80,7 +80,7 @@ class EdgeNode(Node):
         self.m_state = FirmwareState()
         subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, loop_in)  # noqa: E731
         if self.lockstep:
-            subscribe_when_ready(self, [sub_policy], subscribe_tick, outputs=[self.pub_cmd, self.pub_state])
+            join_lockstep(self, [sub_policy], subscribe_tick, outputs=[self.pub_cmd, self.pub_state])
         else:
             subscribe_tick()
         self.get_logger().info("edge ready: firmware boots in DAMP on the virtual gantry")

@@ -17,7 +17,7 @@ from vasimov_msgs.msg import FirmwareState, PlantState, PolicyStep
 from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import from_stamp
-from vasimov.ros.lockstep import subscribe_when_ready
+from vasimov.ros.lockstep import join_lockstep
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
 from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
@@ -45,7 +45,7 @@ class PolicyNode(Node):
         sub_fw = self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
         subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
         if self.lockstep:
-            subscribe_when_ready(self, [sub_fw], subscribe_tick, outputs=[self.pub])
+            join_lockstep(self, [sub_fw], subscribe_tick, outputs=[self.pub])
         else:
             subscribe_tick()
         self.m = PolicyStep()

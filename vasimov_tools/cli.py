@@ -77,20 +77,26 @@ RECORDER_NODE = "recorder"
 
 def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: dict[str, str],
                   out: Path) -> launch_file.LaunchDescription:
-    """`up --record DIR`: the launch description plus a recorder node, with `lockstep_participants` raised by one
-    (the recorder subscribes to the tick topic, so the plant must wait for it too). The recorder learns the launch
-    arguments it needs for provenance (seed, policy, time mode, launch file) as parameters."""
+    """`up --record DIR`: the launch description plus a recorder node, declared a lockstep participant (appended to
+    `lockstep_participants`), so a lockstep run waits for it and the bag starts at step 0. The recorder learns the
+    launch arguments it needs for provenance (seed, policy, time mode, launch file) as parameters."""
     import dataclasses
 
     import yaml
+
+    from vasimov.lockstep_gate import GateError, parse_participants
 
     out = out.expanduser().resolve()
     if out.exists():
         raise launch_file.LaunchFileError(f"--record {out}: already exists; a recording never overwrites")
     if "lockstep_participants" not in desc.args:
-        raise launch_file.LaunchFileError(f"--record: {launch} has no lockstep_participants argument to raise")
-    raised = dict(overrides, lockstep_participants=str(int(desc.args["lockstep_participants"]) + 1))
-    desc = launch_file.load(launch, raised)
+        raise launch_file.LaunchFileError(f"--record: {launch} has no lockstep_participants argument to extend")
+    try:
+        declared = parse_participants(desc.args["lockstep_participants"])
+    except GateError as exc:
+        raise launch_file.LaunchFileError(f"--record: {exc}") from exc
+    joined = dict(overrides, lockstep_participants=",".join([*declared, RECORDER_NODE]))
+    desc = launch_file.load(launch, joined)
     lockstep = bool(yaml.safe_load(desc.args.get("lockstep", "false") or "false"))
     config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
     spec = launch_file.NodeSpec(

@@ -6,10 +6,11 @@ What it does, and why:
   subscription (the bytes on the wire are exact CDR; ``serialize_message`` would add 8 bytes rosbags refuses) with a
   QoS matching its publishers (``introspect.adapted_qos``). A topic whose type is unknown to this environment is
   reported once and skipped. ``/vasimov/provenance`` is the recorder's own: published latched and written directly.
-* **Lockstep** (``lockstep: true``): the plant starts stepping once ``lockstep_participants`` subscribers of the tick
-  topic are matched. The recorder is one of them, and subscribes to the tick topic *last*: after the
-  ``expected_nodes`` are on the graph and every topic they publish is subscribed and matched, so the first physics
-  step is already on its way into the bag.
+* **Lockstep** (``lockstep: true``): the plant starts stepping once every declared participant announced ready
+  (``vasimov.lockstep_gate``); ``vasimov up --record`` declares the recorder as one. It subscribes to the tick topic
+  *last*, after the ``expected_nodes`` are on the graph and every topic they publish is subscribed and matched, then
+  announces ready, so the first physics step is already on its way into the bag. Undeclared (a standalone
+  ``vasimov record``), its announcement is logged and ignored by the plant: it records from wherever the run is.
 * **Time**: messages are logged at simulated time (``vasimov_tools.bag``: their own stamp, else the latest /clock).
 * **Memory**: callbacks only enqueue into ``BagRecorder``'s bounded queue; a writer thread writes. Drops (queue
   full) and DDS-reported losses are counted per topic, logged at exit and stored in the bag's custom data.
@@ -45,6 +46,7 @@ from vasimov_msgs.msg import Provenance
 from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import qos, topics
 from vasimov.ros.batch_take import spin_once_batched
+from vasimov.ros.lockstep import announce_ready
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
 from vasimov.stop_signals import stop_on_signals
@@ -52,7 +54,7 @@ from vasimov_tools import bag
 from vasimov_tools.introspect import IntrospectError, adapted_qos, message_class, publisher_qos_flags
 
 # `lockstep` (from COMMON) makes the recorder a lockstep participant: it subscribes to the tick topic only once the
-# expected nodes' topics are all subscribed and matched.
+# expected nodes' topics are all subscribed and matched, then announces ready (the plant must declare it).
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
     ParamSpec("output", "", "Bag directory to create; it must not exist yet."),
@@ -346,6 +348,7 @@ class RecorderNode(Node):
         self.gate_open = True
         types = dict(self.get_topic_names_and_types()).get(topics.PLANT_TICK, ["vasimov_msgs/msg/PlantState"])
         self._subscribe(topics.PLANT_TICK, types)
+        announce_ready(self)
         log = self.get_logger().warning if "TIMED OUT" in reason else self.get_logger().info
         log(f"lockstep: joining the tick ({reason})")
 

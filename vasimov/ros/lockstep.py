@@ -1,9 +1,10 @@
-"""Lockstep start-up: a participant subscribes to the plant's tick topic only once its other inputs are matched.
+"""Lockstep start-up, the participants' side of `vasimov.lockstep_gate` (read that first: the protocol).
 
-The plant starts the first tick when its tick readers include every participant; if a participant joined the tick
-topic before, say, the policy's answers could reach it, tick 0 would wait forever. Deferring the tick subscription
-until the node's other subscriptions see their publishers turns "joined the tick topic" into "ready". The check runs
-on a steady-clock timer because sim time does not move before the first tick.
+A participant subscribes to the plant's tick topic only once its other inputs are matched, then announces ready on
+`topics.LOCKSTEP_READY`. Deferring the tick subscription matters: if a participant read ticks before, say, the
+policy's answers could reach it, tick 0 would wait forever. The check runs on a steady-clock timer because sim time
+does not move before the first tick. Observers never call anything here: reading the tick topic does not make anyone
+a participant; only a declared name that announces ready does.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
+from std_msgs.msg import String
+
+from vasimov.ros import qos, topics
 
 
 def writers_matched(node: Any, publishers: list[Any]) -> bool:
@@ -33,3 +37,33 @@ def subscribe_when_ready(node: Any, inputs: list[Any], subscribe: Callable[[], N
             subscribe()
 
     state["timer"] = node.create_timer(period_s, check, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+def announce_ready(node: Any) -> Any:
+    """Tell the plant's lockstep gate that this node (by its name) is ready: call it right after subscribing to the
+    tick topic. The announcement is latched, and the node keeps the publisher until it is destroyed: the plant reads
+    its disappearance as the participant leaving."""
+    pub = node.create_publisher(String, topics.LOCKSTEP_READY, qos.LATCHED)
+    pub.publish(String(data=node.get_name()))
+    return pub
+
+
+def join_lockstep(node: Any, inputs: list[Any], subscribe_tick: Callable[[], None], outputs: list[Any] = ()) -> None:
+    """A participant's whole join: subscribe to the tick topic once `inputs`/`outputs` are matched
+    (`subscribe_when_ready`), then announce ready (the node holds the announcing publisher for its lifetime)."""
+
+    def join() -> None:
+        subscribe_tick()
+        announce_ready(node)
+
+    subscribe_when_ready(node, inputs, join, outputs)
+
+
+def ready_announcers(node: Any) -> set[str]:
+    """Node names holding a ready announcement on the graph now (the gate's view of who is still there)."""
+    return {info.node_name for info in node.get_publishers_info_by_topic(topics.LOCKSTEP_READY)}
+
+
+def tick_readers(node: Any) -> set[str]:
+    """Node names reading the tick topic on the graph now."""
+    return {info.node_name for info in node.get_subscriptions_info_by_topic(topics.PLANT_TICK)}

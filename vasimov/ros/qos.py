@@ -23,6 +23,11 @@ COMMANDS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=Re
                       durability=DurabilityPolicy.VOLATILE)
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# The reader of a latched topic that several writers publish once each (the lockstep ready announcements): an unkeyed
+# reader's KEEP_LAST depth counts samples, not writers, so depth 1 would keep only the last of announcements that
+# arrive together (a plant that starts after its participants receives all of them at once).
+LATCHED_FROM_MANY = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=64, reliability=ReliabilityPolicy.RELIABLE,
+                               durability=DurabilityPolicy.TRANSIENT_LOCAL)
 CLOCK = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2000, reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.VOLATILE)
 # Real time only, readers of the closed loop's inputs (plant ticks, policy answers) in the edge: a control tick is

@@ -7,6 +7,7 @@ ODOM_TRUTH = "/vasimov/ground_truth/odom"
 FEET_TRUTH = "/vasimov/ground_truth/feet"
 PLANT_STATE = "/vasimov/plant/state"  # every physics step (200 Hz)
 PLANT_TICK = "/vasimov/plant/tick"  # control ticks only (50 Hz); the lockstep loop runs on it
+LOCKSTEP_READY = "/vasimov/lockstep/ready"  # std_msgs/String, latched: a participant announces ready (lockstep_gate)
 PLANT_FAULT = "/vasimov/plant/fault"
 MOTOR_COMMAND = "/vasimov/motor_command"
 FIRMWARE_STATE = "/vasimov/firmware/state"

@@ -1,0 +1,142 @@
+"""The plant's outputs: what each physics step's readings become on the graph.
+
+One control period's steps are snapshotted first and published after the period's tick (see
+`PlantNode._advance_control_period`), so a snapshot keeps everything a message needs. The mapping lives here, apart
+from the stepping, so the message layout (frames, units, which topics every N steps) is in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from geometry_msgs.msg import Vector3
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import String
+from vasimov_msgs.msg import FootContacts, PlantFault, PlantState
+
+from vasimov import joints
+from vasimov.frames import rotate_inverse
+from vasimov.model.urdf import build_urdf
+from vasimov.ros import qos, topics
+from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
+from vasimov_plant.physics import GroundTruth, SensorReading
+
+
+@dataclass(frozen=True)
+class StepSnapshot:
+    """One physics step's readings, kept until the control period's tick has been published."""
+
+    sensors: SensorReading
+    truth: GroundTruth | None  # only on steps that publish the standard topics
+    now: float
+    step: int
+    control_tick: bool
+    command_tick: int  # the tick whose answer drove this step (-1: none, e.g. watchdog damping): PlantState's field
+
+
+def _vec(v) -> Vector3:
+    return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+
+
+class PlantPublishers:
+    """The plant's publishers and reused messages (one of each: no allocation per step)."""
+
+    def __init__(self, node, decimation: int) -> None:
+        self.decimation = decimation
+        self.clock = node.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
+        self.state = node.create_publisher(PlantState, topics.PLANT_STATE, qos.STATE_STREAM)
+        self.tick = node.create_publisher(PlantState, topics.PLANT_TICK, qos.LOOP)
+        self.joints = node.create_publisher(JointState, topics.JOINT_STATES, qos.TELEMETRY)
+        self.imu = node.create_publisher(Imu, topics.IMU, qos.TELEMETRY)
+        self.odom = node.create_publisher(Odometry, topics.ODOM_TRUTH, qos.TELEMETRY)
+        self.feet = node.create_publisher(FootContacts, topics.FEET_TRUTH, qos.TELEMETRY)
+        self.fault = node.create_publisher(PlantFault, topics.PLANT_FAULT, qos.LATCHED)  # late joiners see it
+        # the robot for viewers (Foxglove, RViz): latched, published once; link names = MuJoCo body names
+        self.description = node.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
+        self.description.publish(String(data=build_urdf()))
+
+        self.m_clock = Clock()
+        self.m_state = PlantState()
+        self.m_joints = JointState()
+        self.m_joints.name = list(joints.SIM_NAMES)
+        self.m_imu = Imu()
+        self.m_imu.header.frame_id = "imu_in_pelvis"
+        self.m_odom = Odometry()
+        self.m_odom.header.frame_id = "world"
+        self.m_odom.child_frame_id = "pelvis_link"
+        self.m_feet = FootContacts()
+
+    @property
+    def streams(self) -> list:
+        """The publishers every run's first tick must reach each known reader of (the lockstep gate's check)."""
+        return [self.state, self.tick, self.clock, self.joints, self.imu, self.odom, self.feet]
+
+    def fill_state(self, snap: StepSnapshot, epoch: int) -> PlantState:
+        s = snap.sensors
+        m = self.m_state
+        to_stamp(snap.now, m.stamp)
+        m.step = snap.step
+        m.tick = snap.step // self.decimation
+        m.control_tick = snap.control_tick
+        m.command_tick = snap.command_tick
+        m.epoch = epoch
+        m.position = s.q
+        m.velocity = s.qd
+        m.effort = s.tau
+        m.imu_orientation = s.imu_quat
+        m.imu_angular_velocity = s.gyro
+        m.imu_linear_acceleration = s.accel
+        m.gantry_engaged = bool(s.gantry_engaged)
+        return m
+
+    def publish_tick(self, snap: StepSnapshot, epoch: int) -> None:
+        self.tick.publish(self.fill_state(snap, epoch))
+
+    def publish_step(self, snap: StepSnapshot, epoch: int) -> None:
+        """/clock, the plant state and (on their steps) the standard topics of one step."""
+        m = self.fill_state(snap, epoch)
+        self.m_clock.clock = m.stamp
+        self.clock.publish(self.m_clock)
+        self.state.publish(m)
+        if snap.truth is not None:
+            self._publish_standard(snap.sensors, snap.truth, m.stamp)
+
+    def _publish_standard(self, s: SensorReading, t: GroundTruth, stamp) -> None:
+        j = self.m_joints
+        j.header.stamp = stamp
+        j.position = s.q.tolist()
+        j.velocity = s.qd.tolist()
+        j.effort = s.tau.tolist()
+        self.joints.publish(j)
+        imu = self.m_imu
+        imu.header.stamp = stamp
+        quat_wxyz_to_ros(s.imu_quat, imu.orientation)
+        imu.angular_velocity = _vec(s.gyro)
+        imu.linear_acceleration = _vec(s.accel)
+        self.imu.publish(imu)
+        o = self.m_odom
+        o.header.stamp = stamp
+        o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = (float(v) for v in t.base_pos)
+        quat_wxyz_to_ros(t.base_quat, o.pose.pose.orientation)
+        # nav_msgs/Odometry twist is expressed in child_frame_id (the pelvis): rotate world vectors into it.
+        o.twist.twist.linear = _vec(rotate_inverse(t.base_quat, t.base_lin_vel))
+        o.twist.twist.angular = _vec(rotate_inverse(t.base_quat, t.base_ang_vel))
+        self.odom.publish(o)
+        f = self.m_feet
+        f.stamp = stamp
+        f.left_contact, f.right_contact = bool(t.left_contact), bool(t.right_contact)
+        f.left_normal_force, f.right_normal_force = float(t.left_force), float(t.right_force)
+        self.feet.publish(f)
+
+    def publish_fault(self, now: float, step: int, kind: str, message: str, epoch: int | None = None) -> PlantFault:
+        msg = PlantFault()
+        to_stamp(now, msg.stamp)
+        msg.step = step
+        msg.kind = kind
+        msg.message = message
+        if epoch is not None:
+            msg.epoch = epoch
+        self.fault.publish(msg)
+        return msg
