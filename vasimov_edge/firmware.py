@@ -68,10 +68,18 @@ from enum import IntEnum, StrEnum
 from typing import Any, NamedTuple
 
 import numpy as np
-from asimov_protocol import AlertSeverity
-from asimov_protocol._alert_catalog import ALERT_CATALOG_DATA
 from numpy.typing import ArrayLike
 
+from vasimov.alerts import (
+    ALERT_FALL_DETECTED,
+    ALERT_FIRMWARE_STALL,
+    ALERT_IMU_FAULT,
+    ALERT_MOTOR_OVERTEMP,
+    ALERT_MOTOR_TEMP_HIGH,
+    alert_name,
+    alert_severity,
+    latched_flags,
+)
 from vasimov.commands import (
     DampCommand,
     Rejection,
@@ -90,7 +98,6 @@ from vasimov.joints import (
     POLICY_TO_JOINT,
     STAND_KD,
     STAND_KP,
-    facts,
 )
 from vasimov.motor_space import clamp_joint_targets, joint_to_state_torque, trajectory_to_joint_targets
 from vasimov_edge.thermal import ThermalModel, ThermalParams
@@ -114,34 +121,6 @@ class MoveSubmode(StrEnum):
     NONE = ""
     POLICY = "POLICY"
     TRAJECTORY = "TRAJECTORY"
-
-
-# Alert ids as the firmware numbers them (fact sheet ``firmware_behaviour.alert_ids``; the SDK's ``ALERT_NAMES``;
-# asimov-protocol's ``AlertId``).
-ALERT_MOTOR_OVERTEMP = 2
-ALERT_IMU_FAULT = 3  # "The IMU stopped reporting correctly": the twin's sensors after a physics divergence
-ALERT_FIRMWARE_STALL = 4  # "A firmware thread stopped responding": reported by the SDK bridge for a stalled edge
-ALERT_FALL_DETECTED = 7
-ALERT_MOTOR_TEMP_HIGH = 17
-SEVERITY_CRITICAL = int(AlertSeverity.CRITICAL)
-SEVERITY_WARNING = int(AlertSeverity.WARNING)
-# Severity per alert id from asimov-protocol's generated alert catalog (the canonical table the firmware and the
-# SDK share; the package has no public accessor for it, its own error_flags decoder reads the same data).
-_CATALOG_SEVERITY: dict[int, int] = {int(e["alert_id"]): int(e["severity_value"]) for e in ALERT_CATALOG_DATA}
-FAULT_LATCHED_FLAG = 1  # error_flags bit 0
-ERROR_FLAGS_FIRST_ALERT_BIT = 1  # critical alert n sets bit 1 + n
-
-
-def alert_name(alert_id: int) -> str:
-    """The firmware's name for an alert id, ``ALERT_<id>`` when unknown (as the SDK prints it)."""
-    names = facts()["firmware_behaviour"]["alert_ids"]
-    return str(names.get(alert_id, f"ALERT_{alert_id}"))
-
-
-def alert_severity(alert_id: int) -> int:
-    """The catalog's severity of an alert id (0 CRITICAL, 1 WARNING, 2 INFO); WARNING for an id the catalog lacks
-    (DECISION: never CRITICAL, which would make the SDK call the robot faulted over an id it cannot name)."""
-    return _CATALOG_SEVERITY.get(alert_id, SEVERITY_WARNING)
 
 
 @dataclass(frozen=True)
@@ -747,7 +726,7 @@ class Firmware:
         self._latch(ALERT_IMU_FAULT, "sensor_fault_latches")
 
     def _latch(self, alert_id: int, counter: str) -> None:
-        bit = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + alert_id))
+        bit = latched_flags(alert_id)
         if self._error_flags & bit == bit:
             return
         self._error_flags |= bit

@@ -46,7 +46,7 @@ from vasimov.ros.lockstep import writers_matched
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import ros_session
-from vasimov_bridge.http_api import HttpError, parse_push
+from vasimov.sim_control import parse_push
 from vasimov_plant.pacing import Pacer
 from vasimov_plant.physics import GroundTruth, MotorTargets, PhysicsError, PlantCore, SensorReading, validate_command
 
@@ -300,14 +300,12 @@ class PlantNode(Node):
             elif msg.action in (SimControl.ACTION_PUSH, SimControl.ACTION_INJECT_FAULT) and self.faulted:
                 self._reject_sim_control("faulted", "sim control rejected: the physics is faulted until a restart")
             elif msg.action == SimControl.ACTION_PUSH:
-                try:  # the HTTP API's bounds, applied to every push whoever publishes it
+                try:  # the one set of push bounds (the HTTP API's too), applied whoever publishes it
                     push = parse_push({"body": msg.body, "force": [float(f) for f in msg.force],
                                        "duration": float(msg.duration)})
                     self.core.apply_push(push.body, np.asarray(push.force, dtype=float), push.duration)
                     self.get_logger().info(f"push {list(push.force)} N on {push.body} for {push.duration} s")
-                except HttpError as exc:
-                    self._reject_sim_control("push", f"push rejected: {exc.message}")
-                except (KeyError, ValueError) as exc:
+                except (KeyError, ValueError) as exc:  # a broken rule (PushError), no such body (KeyError)
                     self._reject_sim_control("push", f"push rejected: {exc}")
             elif msg.action == SimControl.ACTION_INJECT_FAULT:
                 self.get_logger().warning("injecting a non-finite physics state on request")
