@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from vasimov.command_rules import Reason
 from vasimov.commands import CommandSource, DampCommand, Rejection, RobotCommand
 from vasimov_bridge.inlet_gate import CommandGate, GateConfig, SourceBudgets
 from vasimov_bridge.sdk_wire import RejectionCounter, decode_command
@@ -309,7 +310,7 @@ class UdpLane:
         try:
             cmd = decode_command(data, self._source)
         except Exception:  # decode_command promises not to raise; if it ever does, the lane still lives
-            cmd = Rejection(reason="DECODER_ERROR", detail="decoder raised")
+            cmd = Rejection(reason=Reason.DECODER_ERROR, detail="decoder raised")
             log.exception("decode_command raised")
         if isinstance(cmd, Rejection):
             count = self.rejections.add(cmd.reason)
