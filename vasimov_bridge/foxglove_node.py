@@ -31,7 +31,6 @@ snapshots, publish validated commands, and wake the executor (a guard condition)
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import sys
@@ -64,6 +63,7 @@ from vasimov.commands import DampCommand, Rejection, RobotCommand, VelocityComma
 from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
+from vasimov.ros.message_types import MessageTypeError, message_class
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
@@ -121,12 +121,6 @@ READER_DEPTH = 50
 _DROP_REPORT = re.compile(r"outbox for client .* full")
 _DROPPED_N = re.compile(r"(\d+) dropped since last warning")
 _STATS_SCHEMA = {"type": "object", "title": "vasimov.FoxgloveBridgeStats"}
-
-
-def _message_class(ros_type: str) -> type:
-    """``pkg/msg/Type`` -> the generated Python class (needed for the type support of a raw subscription)."""
-    pkg, name = foxglove_schemas.split_type(ros_type)
-    return getattr(importlib.import_module(f"{pkg}.msg"), name)
 
 
 def _result(fut: Any) -> Any:
@@ -419,8 +413,8 @@ class FoxgloveBridgeNode(Node):
         try:
             text = foxglove_schemas.ros2msg_schema(ros_type, self.loader)
             stamped = foxglove_schemas.leads_with_stamp(ros_type, self.loader)
-            msg_class = _message_class(ros_type)
-        except (foxglove_schemas.SchemaError, ImportError, AttributeError) as exc:
+            msg_class = message_class(ros_type)
+        except (foxglove_schemas.SchemaError, MessageTypeError) as exc:
             return f"no usable definition of {ros_type}: {exc}"
         schema = foxglove.Schema(name=foxglove_schemas.schema_name(ros_type),
                                  encoding=foxglove_schemas.SCHEMA_ENCODING, data=text.encode())
