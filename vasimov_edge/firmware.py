@@ -91,6 +91,7 @@ from vasimov.commands import (
     TrajectoryCommand,
     VelocityCommand,
 )
+from vasimov.control_rate import DAMP_KD
 from vasimov.joints import (
     DEFAULT_POS,
     NON_POLICY_JOINTS,
@@ -105,7 +106,7 @@ from vasimov.joints import (
 from vasimov.motor_space import clamp_joint_targets, joint_to_state_torque, trajectory_to_joint_targets
 from vasimov_edge.thermal import ThermalModel, ThermalParams
 
-# Times are sums of float ticks (k * 0.02 s); compare with this slack so "exactly 0.5 s later" counts as 0.5 s.
+# Times are sums of float ticks (k * CONTROL_DT); compare with this slack so "exactly 0.5 s later" counts as 0.5 s.
 TIME_EPS = 1e-9
 
 
@@ -182,7 +183,7 @@ class FirmwareParams:
     trajectory_timeout_s: float = 2.0
     velocity_timeout_s: float = 2.0
     velocity_caps: tuple[float, float, float] = (0.4, 0.4, 0.8)
-    damp_kd: float = 2.0
+    damp_kd: float = DAMP_KD
     trajectory_kp_max: float = 500.0
     trajectory_kd_max: float = 5.0
     alert_clear_s: float = 2.5

@@ -37,6 +37,7 @@ from std_msgs.msg import String
 from vasimov_msgs.msg import FootContacts, MotorCommand, PlantFault, PlantState, SimControl
 
 from vasimov import joints
+from vasimov.control_rate import DAMP_KD
 from vasimov.frames import rotate_inverse
 from vasimov.graph_status import SUMMARY_TAG
 from vasimov.model.urdf import build_urdf
@@ -63,7 +64,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               min=0.05, max=10.0),
     ParamSpec("realtime_log_period", 10.0, "Real time only: wall seconds between log lines with the achieved "
               "real-time factor, tick lateness and watchdog damps (0 = off).", min=0.0, max=3600.0),
-    ParamSpec("watchdog_kd", 2.0, "Damping gain applied to every joint while the motor command is stale.",
+    ParamSpec("watchdog_kd", DAMP_KD, "Damping gain applied to every joint while the motor command is stale.",
               min=0.0, max=50.0),
     ParamSpec("standard_topics_decimation", 1, "Publish /joint_states, /imu and ground truth every N physics "
               "steps.", min=1, max=1000),
