@@ -11,14 +11,7 @@ from asimov_protocol.v1 import asimov_command_pb2
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov.command_rules import Reason, check_finite, validate, validated
-from vasimov.commands import (
-    CommandSource,
-    DampCommand,
-    Rejection,
-    StandCommand,
-    TrajectoryCommand,
-    VelocityCommand,
-)
+from vasimov.commands import CommandSource, DampCommand, Rejection, StandCommand, TrajectoryCommand, VelocityCommand
 from vasimov.joints import NUM_JOINTS
 from vasimov.ros.command_msgs import from_msg, to_msg
 from vasimov_bridge import binary_stream, foxglove_teleop, sdk_wire

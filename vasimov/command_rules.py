@@ -20,14 +20,7 @@ import math
 from collections.abc import Iterable
 from enum import StrEnum
 
-from vasimov.commands import (
-    DampCommand,
-    Rejection,
-    RobotCommand,
-    StandCommand,
-    TrajectoryCommand,
-    VelocityCommand,
-)
+from vasimov.commands import DampCommand, Rejection, RobotCommand, StandCommand, TrajectoryCommand, VelocityCommand
 from vasimov.joints import NUM_JOINTS
 
 
