@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from vasimov.command_rules import Reason
 from vasimov.commands import CommandSource, DampCommand, Rejection, StandCommand, VelocityCommand
 from vasimov.joints import NUM_JOINTS
 from vasimov_bridge import binary_stream as bs
-from vasimov_bridge.binary_stream import CommandKind, CommandPacket, Reason, StateFlags, StateFrame
+from vasimov_bridge.binary_stream import CommandKind, CommandPacket, StateFlags, StateFrame
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "binary_protocol.md"
 

@@ -17,6 +17,7 @@ from menlo.asimov._state import Mode as SdkMode
 from menlo.asimov._state import State as SdkState
 from menlo.asimov.robot import Robot as SdkRobot
 
+from vasimov.alerts import ALERT_FALL_DETECTED, ALERT_MOTOR_OVERTEMP, ALERT_MOTOR_TEMP_HIGH, alert_severity
 from vasimov.commands import (
     CommandSource,
     DampCommand,
@@ -41,9 +42,6 @@ from vasimov.joints import (
 from vasimov.motor_space import joint_to_state_torque
 from vasimov_bridge.sdk_wire import StateFrame, decode_state, encode_state
 from vasimov_edge.firmware import (
-    ALERT_FALL_DETECTED,
-    ALERT_MOTOR_OVERTEMP,
-    ALERT_MOTOR_TEMP_HIGH,
     COUNTERS,
     Firmware,
     FirmwareInputs,
@@ -51,7 +49,6 @@ from vasimov_edge.firmware import (
     FirmwareParams,
     Mode,
     MoveSubmode,
-    alert_severity,
 )
 from vasimov_edge.thermal import ThermalModel, ThermalParams
 

@@ -12,15 +12,9 @@ import numpy as np
 import pytest
 
 from vasimov import joints
+from vasimov.policy_contract import ACTION_DIM, LAYOUT, OBS_DIM, entry_labels
 from vasimov_edge.policy.interface import PolicyInput
-from vasimov_edge.policy.observation import (
-    ACTION_DIM,
-    LAYOUT,
-    OBS_DIM,
-    ObservationBuilder,
-    ObservationError,
-    entry_labels,
-)
+from vasimov_edge.policy.observation import ObservationBuilder, ObservationError
 
 CONTRACT = joints.facts()["policy_contract"]
 AXIS_FIELD = {"base_ang_vel": "gyro", "projected_gravity": "projected_gravity", "command": "command"}

@@ -122,6 +122,17 @@ def test_projected_gravity_matches_mujoco_rotation() -> None:
         np.testing.assert_allclose(frames.rotate_inverse(q, frames.rotate(q, [0.3, -1.0, 2.0])), [0.3, -1.0, 2.0])
 
 
+def test_quat_multiply_composes_rotations_and_matches_mujoco() -> None:
+    a, b = _random_quats(20, seed=4), _random_quats(20, seed=5)
+    ab = frames.quat_multiply(a, b)  # a batch at once
+    for qa, qb, qab in zip(a, b, ab, strict=True):
+        res = np.zeros(4)
+        mujoco.mju_mulQuat(res, qa, qb)
+        np.testing.assert_allclose(qab, res, atol=1e-12)
+        np.testing.assert_allclose(frames.rotate(qab, [0.3, -1.0, 2.0]),
+                                   frames.rotate(qa, frames.rotate(qb, [0.3, -1.0, 2.0])), atol=1e-12)
+
+
 @pytest.mark.parametrize(
     ("quat", "gravity"),
     [

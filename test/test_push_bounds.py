@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vasimov import joints
-from vasimov_bridge.http_api import MAX_PUSH_IMPULSE_NS, parse_push
+from vasimov.sim_control import MAX_PUSH_IMPULSE_NS, parse_push
 from vasimov_plant.physics import PlantCore
 
 DIRECTIONS = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]

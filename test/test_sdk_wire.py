@@ -14,6 +14,7 @@ from menlo.asimov import Mode
 from menlo.asimov._command import ModeCommand, Trajectory, Velocity
 from menlo.asimov.transport._wire import encode_command, state_from_robot_state
 
+from vasimov.command_rules import Reason
 from vasimov.commands import (
     CommandSource,
     DampCommand,
@@ -28,7 +29,6 @@ from vasimov_bridge.sdk_wire import (
     MAX_COMMAND_BYTES,
     AlertEntry,
     BatteryReading,
-    Reason,
     RejectionCounter,
     StateFrame,
     decode_command,

@@ -16,9 +16,9 @@ from menlo.asimov import ConnectionConfig, Mode, Robot, UdpConfig
 from rosprobe import RosProbe
 from vasimov_msgs.msg import FirmwareState
 
+from vasimov.alerts import ALERT_FIRMWARE_STALL, ALERT_IMU_FAULT
 from vasimov.ros import qos, topics
 from vasimov_bridge.sdk_wire import StateFrame, decode_state
-from vasimov_edge.firmware import ALERT_FIRMWARE_STALL, ALERT_IMU_FAULT
 
 pytestmark = pytest.mark.graph
 API = "http://127.0.0.1:3000"

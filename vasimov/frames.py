@@ -1,4 +1,5 @@
-"""Frame helpers shared by the plant, the firmware twin and the observation builder.
+"""The one geometry module: quaternion and frame helpers for the plant, the firmware twin, the observation builder,
+the SDK bridge's ground truth and the Foxglove TF tree.
 
 Quaternions are MuJoCo order ``[w, x, y, z]`` and describe body-to-world rotations. Every function accepts one
 quaternion ``(4,)`` or a batch ``(..., 4)``, so the same code serves a control step and a log analysis. Inputs
@@ -80,3 +81,17 @@ def rotate_inverse(quat_wxyz: ArrayLike, vec: ArrayLike) -> NDArray[np.float64]:
     q = _unit(quat_wxyz)
     conj = q * np.array([1.0, -1.0, -1.0, -1.0])
     return rotate(conj, vec)
+
+
+def quat_multiply(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
+    """Hamilton product ``a * b`` of ``[w, x, y, z]`` quaternions (one or a batch each, broadcast): the rotation
+    ``b`` followed by ``a``, e.g. a parent's orientation times a child's relative one. Not normalised: the product
+    of unit quaternions is one, and callers that compose many keep their own inputs unit length."""
+    p = np.asarray(a, dtype=np.float64)
+    q = np.asarray(b, dtype=np.float64)
+    aw, ax, ay, az = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
+    bw, bx, by, bz = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)

@@ -1,7 +1,9 @@
 """Pairs the inputs a node needs for one control tick, so lockstep answers are computed from exactly tick k's data.
 
 Messages arrive on separate topics in any order; `TickSync` keeps the latest few per input keyed by (epoch, tick)
-and reports a tick as ready once every required input for it is present. Pure and unit-tested.
+and reports a tick as ready once every required input for it is present. The edge (plant state + policy answer) and
+the policy runner (plant state + the firmware's state after the tick before) both pair their inputs with it. Pure
+and unit-tested.
 """
 
 from __future__ import annotations
@@ -42,9 +44,13 @@ class TickSync:
         slot = self.ready(tick)
         if slot is None:
             return None
+        self.forget_through(tick)
+        return slot
+
+    def forget_through(self, tick: int) -> None:
+        """Forget tick's inputs and every older tick's (a tick answered without all of them, in real time)."""
         for key in [k for k in self._slots if k[0] == self.epoch and k[1] <= tick]:
             del self._slots[key]
-        return slot
 
     def get(self, name: str, tick: int) -> Any | None:
         slot = self._slots.get((self.epoch, tick))

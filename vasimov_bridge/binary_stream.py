@@ -13,9 +13,10 @@ Why fixed size: a receiver can reject a packet by its length before reading a si
 language is one struct definition. The layout tables below are the single source for ``docs/binary_protocol.md``
 (a test compares them).
 
-Pure: no sockets, no rclpy. ``decode_command`` validates like the SDK's UDP decoder (``sdk_wire``): length, magic,
-version, known kind, finite values, and an allow-list of fields per kind (fields a kind does not use must be zero,
-so a client that thinks DAMP carries a velocity learns otherwise instead of being silently half-obeyed).
+Pure: no sockets, no rclpy. ``decode_command`` checks the framing (length, magic, version, known kind, and an
+allow-list of fields per kind: fields a kind does not use must be zero, so a client that thinks DAMP carries a
+velocity learns otherwise instead of being silently half-obeyed); what the command carries is checked by the one
+validator every inlet shares (``vasimov.command_rules``), under its one reason vocabulary.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum, IntFlag, StrEnum
+from enum import IntEnum, IntFlag
 
+from vasimov.command_rules import Reason, check_finite, validated
 from vasimov.commands import CommandSource, DampCommand, Rejection, RobotCommand, StandCommand, VelocityCommand
 from vasimov.joints import NUM_JOINTS
 
@@ -120,19 +122,6 @@ class CommandKind(IntEnum):
     DAMP = 0
     STAND = 1
     VELOCITY = 2
-
-
-class Reason(StrEnum):
-    """Why a VAC1 packet (or a frame that should have been one) was refused."""
-
-    TEXT_FRAME = "TEXT_FRAME"  # a WebSocket text frame: VAC1 is binary only
-    BAD_LENGTH = "BAD_LENGTH"  # not exactly COMMAND_SIZE bytes
-    BAD_MAGIC = "BAD_MAGIC"  # first 4 bytes are not "VAC1"
-    UNSUPPORTED_VERSION = "UNSUPPORTED_VERSION"  # version byte != VERSION
-    UNKNOWN_KIND = "UNKNOWN_KIND"  # kind not in CommandKind
-    RESERVED_NONZERO = "RESERVED_NONZERO"  # the reserved field is not 0
-    UNUSED_FIELD_SET = "UNUSED_FIELD_SET"  # DAMP/STAND with a non-zero velocity field
-    NON_FINITE = "NON_FINITE"  # NaN or infinity in vx/vy/vyaw
 
 
 @dataclass(frozen=True)
@@ -245,10 +234,11 @@ def decode_command(data: bytes | bytearray | memoryview | str) -> RobotCommand |
     if reserved != 0:
         return Rejection(Reason.RESERVED_NONZERO, f"reserved field is {reserved}, must be 0")
     velocity = (vx, vy, vyaw)
-    if not all(math.isfinite(v) for v in velocity):
-        return Rejection(Reason.NON_FINITE, f"velocity {velocity} has a non-finite component")
+    non_finite = check_finite(velocity, "velocity")  # before the allow-list: a NaN in DAMP is NON_FINITE
+    if non_finite is not None:
+        return non_finite
     if k is CommandKind.VELOCITY:
-        return VelocityCommand(vx, vy, vyaw, source=CommandSource.BINARY, sequence=sequence)
+        return validated(VelocityCommand(vx, vy, vyaw, source=CommandSource.BINARY, sequence=sequence))
     if any(v != 0.0 for v in velocity):
         return Rejection(Reason.UNUSED_FIELD_SET, f"{k.name} carries no velocity; vx, vy, vyaw must be 0, got "
                                                   f"{velocity}")

@@ -14,7 +14,6 @@ subscriptions (`reconcile`).
 
 from __future__ import annotations
 
-import importlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from rclpy.subscription import Subscription
 from rosgraph_msgs.msg import Clock
 
 from vasimov.ros import qos, topics
+from vasimov.ros.message_types import MessageTypeError, message_class
 from vasimov_bridge import foxglove_schemas
 
 # a message stamp within this of the latest /clock is taken as its sim time (others are wall-clock stamps)
@@ -32,12 +32,6 @@ SIM_STAMP_WINDOW_NS = 2_000_000_000
 # ROS-side queue per bridged topic: 0.25 s of a 200 Hz topic rides out scheduling hiccups of this process; a longer
 # stall drops the oldest here, in the bridge, never in the publisher
 READER_DEPTH = 50
-
-
-def message_class(ros_type: str) -> type:
-    """``pkg/msg/Type`` -> the generated Python class (needed for the type support of a raw subscription)."""
-    pkg, name = foxglove_schemas.split_type(ros_type)
-    return getattr(importlib.import_module(f"{pkg}.msg"), name)
 
 
 def subscription_qos(publisher_qos: list[QoSProfile]) -> QoSProfile:
@@ -138,7 +132,7 @@ class TopicBridge:
             text = foxglove_schemas.ros2msg_schema(ros_type, self.loader)
             stamped = foxglove_schemas.leads_with_stamp(ros_type, self.loader)
             msg_class = message_class(ros_type)
-        except (foxglove_schemas.SchemaError, ImportError, AttributeError) as exc:
+        except (foxglove_schemas.SchemaError, MessageTypeError) as exc:
             return f"no usable definition of {ros_type}: {exc}"
         schema = foxglove.Schema(name=foxglove_schemas.schema_name(ros_type),
                                  encoding=foxglove_schemas.SCHEMA_ENCODING, data=text.encode())

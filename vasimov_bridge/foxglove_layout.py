@@ -17,8 +17,8 @@ from pathlib import Path
 import foxglove.layouts as fl
 
 from vasimov import joints
+from vasimov.policy_contract import entry_labels
 from vasimov.ros import topics
-from vasimov_edge.policy.observation import entry_labels
 
 PLOT_JOINTS = ("left_hip_pitch_joint", "left_knee_joint", "left_ankle_pitch_joint", "right_knee_joint",
                "left_elbow_joint")

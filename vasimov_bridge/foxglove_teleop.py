@@ -7,8 +7,9 @@ Foxglove is a viewer with a teleop panel, not a second control plane: a client m
   ``menlo balance`` sends).
 
 Everything else is refused with a reason. Messages arrive CDR- or JSON-encoded (the app picks from the server's
-supported encodings); both are decoded and checked like the SDK lane checks a datagram: parseable, finite, inside
-the teleop envelope, no axis the firmware cannot follow. An out-of-envelope velocity is refused rather than
+supported encodings); both are decoded and checked like the SDK lane checks a datagram: parseable, inside the teleop
+envelope, no axis the firmware cannot follow, and then the one command validator every inlet shares
+(``vasimov.command_rules``), under its one reason vocabulary. An out-of-envelope velocity is refused rather than
 clamped, so a mis-configured panel is noticed; the firmware still clamps accepted ones to its own caps.
 
 Pure: bytes and limits in, a typed command or a ``Rejection`` out.
@@ -25,6 +26,7 @@ from geometry_msgs.msg import Twist
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
+from vasimov.command_rules import Reason, check_finite, validated
 from vasimov.commands import (
     CommandSource,
     DampCommand,
@@ -71,42 +73,44 @@ def check_advertisement(topic: str, encoding: str, schema_name: str) -> Rejectio
     """None if a client may publish ``topic`` with this encoding and schema, else why not (and what would do)."""
     expected = ALLOWED_TOPICS.get(topic)
     if expected is None:
-        return Rejection("NOT_ALLOWED", f"clients may not publish {topic!r}; allowed: {sorted(ALLOWED_TOPICS)}")
+        return Rejection(Reason.NOT_ALLOWED, f"clients may not publish {topic!r}; allowed: {sorted(ALLOWED_TOPICS)}")
     if encoding not in CLIENT_ENCODINGS:
-        return Rejection("UNSUPPORTED_ENCODING", f"{topic}: encoding {encoding!r} is not one of {CLIENT_ENCODINGS}")
+        return Rejection(Reason.UNSUPPORTED_ENCODING,
+                         f"{topic}: encoding {encoding!r} is not one of {CLIENT_ENCODINGS}")
     # CDR bytes only mean something for the right type; JSON is checked field by field, so a missing name is fine.
     if (schema_name or encoding == "cdr") and _normalise_schema(schema_name) != expected:
-        return Rejection("WRONG_SCHEMA", f"{topic} carries {expected}, not {schema_name!r}")
+        return Rejection(Reason.WRONG_SCHEMA, f"{topic} carries {expected}, not {schema_name!r}")
     return None
 
 
 def decode(topic: str, encoding: str, data: bytes, limits: TeleopLimits) -> RobotCommand | Rejection:
     """A client message on an allowed topic -> the command it asks for, or the reason it is refused."""
     if topic not in ALLOWED_TOPICS:
-        return Rejection("NOT_ALLOWED", f"clients may not publish {topic!r}; allowed: {sorted(ALLOWED_TOPICS)}")
+        return Rejection(Reason.NOT_ALLOWED, f"clients may not publish {topic!r}; allowed: {sorted(ALLOWED_TOPICS)}")
     if len(data) > MAX_PAYLOAD:
-        return Rejection("TOO_LARGE", f"{topic}: {len(data)} bytes (limit {MAX_PAYLOAD})")
+        return Rejection(Reason.TOO_LARGE, f"{topic}: {len(data)} bytes (limit {MAX_PAYLOAD})")
     if topic == topics.CMD_VEL:
         return _velocity(encoding, data, limits)
     return _mode(encoding, data)
 
 
-def _velocity(encoding: str, data: bytes, limits: TeleopLimits) -> VelocityCommand | Rejection:
+def _velocity(encoding: str, data: bytes, limits: TeleopLimits) -> RobotCommand | Rejection:
     values = _twist_values(encoding, data)
     if isinstance(values, Rejection):
         return values
-    if not all(math.isfinite(v) for v in values.values()):
-        return Rejection("NON_FINITE", f"cmd_vel has a non-finite component: {values}")
+    non_finite = check_finite(values.values(), "cmd_vel")  # all six: a NaN on an unused axis is refused too
+    if non_finite is not None:
+        return non_finite
     unsupported = {k: v for k, v in values.items() if k in ("linear.z", "angular.x", "angular.y") and v != 0.0}
     if unsupported:
-        return Rejection("UNSUPPORTED_AXIS", f"the robot follows linear.x, linear.y and angular.z only; got "
-                                             f"{unsupported}")
+        return Rejection(Reason.UNSUPPORTED_AXIS,
+                         f"the robot follows linear.x, linear.y and angular.z only; got {unsupported}")
     vx, vy, vyaw = values["linear.x"], values["linear.y"], values["angular.z"]
     if abs(vx) > limits.max_linear or abs(vy) > limits.max_linear or abs(vyaw) > limits.max_angular:
-        return Rejection("OUT_OF_ENVELOPE", f"cmd_vel ({vx:g}, {vy:g}, {vyaw:g}) is outside the teleop envelope "
-                                            f"|vx|,|vy| <= {limits.max_linear:g} m/s, |vyaw| <= "
-                                            f"{limits.max_angular:g} rad/s")
-    return VelocityCommand(vx, vy, vyaw, source=CommandSource.FOXGLOVE)
+        return Rejection(Reason.OUT_OF_ENVELOPE,
+                         f"cmd_vel ({vx:g}, {vy:g}, {vyaw:g}) is outside the teleop envelope |vx|,|vy| <= "
+                         f"{limits.max_linear:g} m/s, |vyaw| <= {limits.max_angular:g} rad/s")
+    return validated(VelocityCommand(vx, vy, vyaw, source=CommandSource.FOXGLOVE))
 
 
 def _twist_values(encoding: str, data: bytes) -> dict[str, float] | Rejection:
@@ -114,25 +118,25 @@ def _twist_values(encoding: str, data: bytes) -> dict[str, float] | Rejection:
         try:
             msg = deserialize_message(data, Twist)
         except Exception as exc:  # rclpy raises its own RMWError for malformed CDR
-            return Rejection("PARSE", f"cmd_vel is not a CDR geometry_msgs/Twist: {exc}")
+            return Rejection(Reason.PARSE, f"cmd_vel is not a CDR geometry_msgs/Twist: {exc}")
         return {f"{axis}.{c}": float(getattr(getattr(msg, axis), c)) for axis in _TWIST_AXES for c in _XYZ}
     if encoding != "json":
-        return Rejection("UNSUPPORTED_ENCODING", f"encoding {encoding!r} is not one of {CLIENT_ENCODINGS}")
+        return Rejection(Reason.UNSUPPORTED_ENCODING, f"encoding {encoding!r} is not one of {CLIENT_ENCODINGS}")
     doc = _json_object(data, "cmd_vel")
     if isinstance(doc, Rejection):
         return doc
     extra = set(doc) - set(_TWIST_AXES)
     if extra:
-        return Rejection("PARSE", f"cmd_vel has unknown fields {sorted(extra)}; a Twist has linear and angular")
+        return Rejection(Reason.PARSE, f"cmd_vel has unknown fields {sorted(extra)}; a Twist has linear and angular")
     out: dict[str, float] = {}
     for axis in _TWIST_AXES:
         vec = doc.get(axis, {})
         if not isinstance(vec, dict) or set(vec) - set(_XYZ):
-            return Rejection("PARSE", f"cmd_vel.{axis} must be an object with x, y, z, got {vec!r}")
+            return Rejection(Reason.PARSE, f"cmd_vel.{axis} must be an object with x, y, z, got {vec!r}")
         for c in _XYZ:
             v = vec.get(c, 0.0)
             if isinstance(v, bool) or not isinstance(v, int | float):
-                return Rejection("PARSE", f"cmd_vel.{axis}.{c} must be a number, got {v!r}")
+                return Rejection(Reason.PARSE, f"cmd_vel.{axis}.{c} must be a number, got {v!r}")
             out[f"{axis}.{c}"] = float(v)
     return out
 
@@ -142,16 +146,16 @@ def _mode(encoding: str, data: bytes) -> RobotCommand | Rejection:
         try:
             text = deserialize_message(data, String).data
         except Exception as exc:
-            return Rejection("PARSE", f"mode is not a CDR std_msgs/String: {exc}")
+            return Rejection(Reason.PARSE, f"mode is not a CDR std_msgs/String: {exc}")
     elif encoding == "json":
         doc = _json_object(data, "mode")
         if isinstance(doc, Rejection):
             return doc
         if set(doc) != {"data"} or not isinstance(doc["data"], str):
-            return Rejection("PARSE", f'mode must be {{"data": "<{"|".join(MODES)}>"}}, got {doc!r}')
+            return Rejection(Reason.PARSE, f'mode must be {{"data": "<{"|".join(MODES)}>"}}, got {doc!r}')
         text = doc["data"]
     else:
-        return Rejection("UNSUPPORTED_ENCODING", f"encoding {encoding!r} is not one of {CLIENT_ENCODINGS}")
+        return Rejection(Reason.UNSUPPORTED_ENCODING, f"encoding {encoding!r} is not one of {CLIENT_ENCODINGS}")
     mode = text.strip().lower()
     if mode == "stand":
         return StandCommand(source=CommandSource.FOXGLOVE)
@@ -159,7 +163,7 @@ def _mode(encoding: str, data: bytes) -> RobotCommand | Rejection:
         return DampCommand(source=CommandSource.FOXGLOVE)
     if mode == "balance":
         return VelocityCommand(0.0, 0.0, 0.0, source=CommandSource.FOXGLOVE)
-    return Rejection("UNKNOWN_MODE", f"mode {text[:40]!r} is not one of {MODES}")
+    return Rejection(Reason.UNKNOWN_MODE, f"mode {text[:40]!r} is not one of {MODES}")
 
 
 MAX_JSON_DEPTH = 4  # a Twist is {"linear": {...}}: depth 2; deeper documents are refused before parsing
@@ -194,14 +198,14 @@ def _json_object(data: bytes, what: str) -> dict[str, Any] | Rejection:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Rejection("PARSE", f"{what} is not JSON: {exc}")
+        return Rejection(Reason.PARSE, f"{what} is not JSON: {exc}")
     depth = json_depth(text)
     if depth > MAX_JSON_DEPTH:
-        return Rejection("PARSE", f"{what} is nested {depth} levels deep (limit {MAX_JSON_DEPTH})")
+        return Rejection(Reason.PARSE, f"{what} is nested {depth} levels deep (limit {MAX_JSON_DEPTH})")
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        return Rejection("PARSE", f"{what} is not JSON: {exc}")
+        return Rejection(Reason.PARSE, f"{what} is not JSON: {exc}")
     if not isinstance(doc, dict):
-        return Rejection("PARSE", f"{what} must be a JSON object, got {type(doc).__name__}")
+        return Rejection(Reason.PARSE, f"{what} must be a JSON object, got {type(doc).__name__}")
     return doc

@@ -27,6 +27,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from vasimov import sim_control
+from vasimov.sim_control import MAX_PUSH_DURATION_S, MAX_PUSH_FORCE_N, PushError, PushRequest
 from vasimov_bridge.sdk_wire import RejectionCounter
 
 log = logging.getLogger("vasimov.http_api")
@@ -437,60 +439,14 @@ class HttpApi:
 # ── simulator endpoints ──────────────────────────────────────────────────────────────────────────────────────────
 
 
-@dataclass(frozen=True)
-class PushRequest:
-    """A validated external push: ``force`` newtons (world frame) on the named ``body`` for ``duration`` seconds."""
-
-    body: str
-    force: tuple[float, float, float]
-    duration: float
-
-
-#: The largest push impulse |force| x duration (N s) the physics survives on every body, in every axis direction,
-#: hanging on the gantry or free: measured at the 2000 N force cap, 800 N s never diverged and 1500 N s did once (a
-#: forward push on the neck), 10,000 N s (2000 N for 5 s) in 130 of 312 cases. 600 N s leaves a margin and is
-#: still 15x the largest push the built-in walker survives. ``test_push_bounds`` checks the bound.
-MAX_PUSH_IMPULSE_NS = 600.0
-
-
-def parse_push(payload: Any, *, max_force_n: float = 2000.0, max_duration_s: float = 5.0,
-               max_impulse_ns: float = MAX_PUSH_IMPULSE_NS) -> PushRequest:
-    """``{"body": str, "force": [x, y, z], "duration": s}`` -> ``PushRequest``; ``HttpError(400)`` naming the rule.
-
-    Bounds keep a typo from launching the robot and the physics from diverging: |force| <= ``max_force_n``,
-    0 < duration <= ``max_duration_s`` and |force| x duration <= ``max_impulse_ns`` (what the physics survives).
-    Whether ``body`` exists is the simulator's to say (it answers 404).
-    """
-    if not isinstance(payload, dict):
-        raise HttpError(400, 'expected a JSON object {"body": str, "force": [x, y, z], "duration": seconds}')
-    unknown = set(payload) - {"body", "force", "duration"}
-    if unknown:
-        raise HttpError(400, f"unknown keys {sorted(unknown)}; valid: body, force, duration")
-    body = payload.get("body")
-    if not isinstance(body, str) or not body.strip():
-        raise HttpError(400, "body must be a non-empty body name")
-    force = payload.get("force")
-    if (
-        not isinstance(force, list)
-        or len(force) != 3
-        or not all(isinstance(f, int | float) and not isinstance(f, bool) for f in force)
-    ):
-        raise HttpError(400, "force must be a list of 3 numbers [x, y, z] in newtons")
-    fx, fy, fz = (float(f) for f in force)
-    if not all(math.isfinite(f) for f in (fx, fy, fz)):
-        raise HttpError(400, "force must be finite")
-    magnitude = math.sqrt(fx * fx + fy * fy + fz * fz)
-    if magnitude > max_force_n:
-        raise HttpError(400, f"|force| {magnitude:.1f} N exceeds {max_force_n} N")
-    duration = payload.get("duration")
-    if not isinstance(duration, int | float) or isinstance(duration, bool) or not math.isfinite(duration):
-        raise HttpError(400, "duration must be a finite number of seconds")
-    if not 0 < duration <= max_duration_s:
-        raise HttpError(400, f"duration must be in (0, {max_duration_s}] s, got {duration}")
-    if magnitude * duration > max_impulse_ns:
-        raise HttpError(400, f"impulse |force| x duration = {magnitude * duration:.0f} N s exceeds "
-                             f"{max_impulse_ns:g} N s, more than the simulation survives")
-    return PushRequest(body=body, force=(fx, fy, fz), duration=float(duration))
+def parse_push(payload: Any, *, max_force_n: float = MAX_PUSH_FORCE_N,
+               max_duration_s: float = MAX_PUSH_DURATION_S) -> PushRequest:
+    """The core's push rules (``vasimov.sim_control.parse_push``) answered the HTTP way: ``HttpError(400)`` with
+    the rule's message."""
+    try:
+        return sim_control.parse_push(payload, max_force_n=max_force_n, max_duration_s=max_duration_s)
+    except PushError as exc:
+        raise HttpError(400, str(exc)) from None
 
 
 def register_sim_endpoints(
@@ -500,8 +456,8 @@ def register_sim_endpoints(
     restart: Callable[[], Any] | None = None,
     counters: Callable[[], Mapping[str, Any]] | None = None,
     push: Callable[[PushRequest], Any] | None = None,
-    max_force_n: float = 2000.0,
-    max_duration_s: float = 5.0,
+    max_force_n: float = MAX_PUSH_FORCE_N,
+    max_duration_s: float = MAX_PUSH_DURATION_S,
 ) -> None:
     """Wire the node's callbacks to ``/api/sim/*``; a callback left ``None`` leaves its route out (404).
 

@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 from numpy.typing import NDArray
 
+from vasimov.frames import quat_multiply, rotate
 from vasimov.model.mjcf import load_model
 
 WORLD_FRAME = "world"
@@ -47,40 +48,6 @@ class _Link:
     axis: NDArray[np.float64]  # unit hinge axis in the body frame
     anchor: NDArray[np.float64]  # jnt_pos in the body frame
     ref: float  # qpos0 of the hinge: the angle at which the body frame is the one the MJCF declares
-
-
-def _qmul(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Hamilton product of (w, x, y, z) quaternions."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw])
-
-
-def _rotate(q: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Rotate vector v by unit quaternion q (w, x, y, z)."""
-    w, u = q[0], q[1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
-def _qmul_rows(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Row-wise Hamilton product of two (n, 4) arrays of (w, x, y, z) quaternions."""
-    aw, ax, ay, az = a.T
-    bw, bx, by, bz = b.T
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw], axis=1)
-
-
-def _rotate_rows(q: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Row-wise rotation of (n, 3) vectors by (n, 4) unit quaternions."""
-    u = q[:, 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + q[:, :1] * t + np.cross(u, t)
 
 
 class KinematicTree:
@@ -182,9 +149,9 @@ class KinematicTree:
         angles = np.where(self._hinged, qv[self._slots] - self._refs, 0.0) if len(qv) else np.zeros(len(self.links))
         half = 0.5 * angles
         turn = np.concatenate([np.cos(half)[:, None], self._axes * np.sin(half)[:, None]], axis=1)
-        rot = _qmul_rows(self._quats, turn)
+        rot = quat_multiply(self._quats, turn)
         # the hinge turns the body about its anchor: the anchor stays where the un-turned body puts it
-        trans = self._pos + _rotate_rows(self._quats, self._anchors) - _rotate_rows(rot, self._anchors)
+        trans = self._pos + rotate(self._quats, self._anchors) - rotate(rot, self._anchors)
         for i, link in enumerate(self.links):
             out.append(_transform(link.parent, link.name, trans[i], rot[i]))
         return out
@@ -207,7 +174,7 @@ def compose_world_poses(transforms: Sequence[LinkTransform]) -> dict[str, tuple[
         p_pos, p_quat = poses[t.parent]
         x, y, z, w = t.rotation_xyzw
         local = np.array([w, x, y, z])
-        poses[t.child] = (p_pos + _rotate(p_quat, np.asarray(t.translation)), _qmul(p_quat, local))
+        poses[t.child] = (p_pos + rotate(p_quat, np.asarray(t.translation)), quat_multiply(p_quat, local))
     return poses
 
 

@@ -8,7 +8,7 @@
   `max_firmware_lag` behind, as with a stalled edge, frames report DAMP with the critical alert 4, "a firmware
   thread stopped responding", until it answers again). Sequence and firmware
   timestamp restart on a virtual restart. `joint_current` is the sample's motor torque through the thermal model's
-  assumed torque constant (`vasimov_edge.thermal.motor_current`; approximate, FIDELITY.md).
+  assumed torque constant (`vasimov.motor_current`; approximate, FIDELITY.md).
 * HTTP :3000: `/api/version` for the SDK's target check, and the simulator's own endpoints under `/api/sim/`.
   Push and inject answer 409 while the plant is faulted (a physics divergence holds until a restart).
 * `/vasimov/sdk/datagrams` carries copies of the datagrams only while someone subscribes (a recorder).
@@ -31,9 +31,11 @@ from vasimov_msgs.msg import FirmwareState, PlantFault, PlantState, SdkDatagram,
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import graph_status, motor_space
+from vasimov.alerts import ALERT_FIRMWARE_STALL, alert_severity, latched_flags
 from vasimov.commands import RobotCommand
 from vasimov.frames import projected_gravity, rotate, yaw_from_quat
 from vasimov.model.urdf import link_names
+from vasimov.motor_current import motor_current, torque_constant
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.convert import from_stamp
@@ -43,11 +45,9 @@ from vasimov_bridge import sdk_wire
 from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response, parse_push
 from vasimov_bridge.state_pairing import FRESH, Paired, StatePairing
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
-from vasimov_edge.firmware import ALERT_FIRMWARE_STALL, ERROR_FLAGS_FIRST_ALERT_BIT, FAULT_LATCHED_FLAG, alert_severity
-from vasimov_edge.thermal import motor_current, torque_constant
 
 #: What a frame reports while its firmware part is stale: DAMP, latched, "a firmware thread stopped responding".
-STALE_ERROR_FLAGS = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + ALERT_FIRMWARE_STALL))
+STALE_ERROR_FLAGS = latched_flags(ALERT_FIRMWARE_STALL)
 
 
 @cache

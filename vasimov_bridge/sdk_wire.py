@@ -6,8 +6,10 @@ SDK imports, so the twin cannot drift from the wire the SDK speaks.
 
 Command rules (see ``decode_command``) follow ``docs/menlo_sdk_contract.md`` section 2 and the firmware/Edge drop
 conditions of section 5.11: a malformed datagram is dropped with a named reason and never reaches the firmware
-core. Sequence numbers and timestamps are carried but never checked: every SDK process restarts its sequence at 1
-and its timestamp is the sender's wall clock, which nothing on the robot reads.
+core. The decoder only parses the framing; what a command may carry (finite velocities, 25 finite positions) is
+the one validator every inlet shares (``vasimov.command_rules``), under its one reason vocabulary. Sequence numbers
+and timestamps are carried but never checked: every SDK process restarts its sequence at 1 and its timestamp is the
+sender's wall clock, which nothing on the robot reads.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from __future__ import annotations
 import math
 import operator
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from asimov_protocol.v1 import asimov_command_pb2, asimov_common_pb2, asimov_state_pb2
 
+from vasimov.command_rules import Reason, validate
 from vasimov.commands import (
     CommandSource,
     DampCommand,
@@ -56,28 +58,8 @@ _CONTROL_POLICY = asimov_common_pb2.COMMAND_CONTROL_POLICY
 _CONTROL_TRAJECTORY = asimov_common_pb2.COMMAND_CONTROL_TRAJECTORY
 
 
-class Reason(StrEnum):
-    """Why a command datagram was dropped. Names reuse the SDK's ``Refusal`` vocabulary (Edge's reasons) where one
-    fits, so a counter reads the same as the vendor's diagnostics."""
-
-    EMPTY_DATAGRAM = "EMPTY_DATAGRAM"  # zero bytes: parses as an all-default message, so named explicitly
-    OVERSIZED = "OVERSIZED"  # longer than MAX_COMMAND_BYTES
-    PARSE = "PARSE"  # protobuf could not parse it
-    PROTOCOL_VERSION = "PROTOCOL_VERSION"  # protocol_version != 1 (firmware netrx rule)
-    UNSUPPORTED = "UNSUPPORTED"  # the eol (end-of-line test) payload: factory only, not simulated
-    UNKNOWN_MODE = "UNKNOWN_MODE"  # no payload and a mode other than DAMP/STAND
-    UNKNOWN_COMMAND = "UNKNOWN_COMMAND"  # a payload whose mode/command_control contradicts it
-    NON_FINITE = "NON_FINITE"  # NaN or +-inf in a velocity or a position target (gains: see _decode_trajectory)
-    BAD_LENGTH = "BAD_LENGTH"  # positions != 25
-    EMPTY_TRAJECTORY = "EMPTY_TRAJECTORY"  # all_trajectory with no positions
-
-
 def _reject(reason: Reason, detail: str, **extra: object) -> Rejection:
     return Rejection(reason=str(reason), detail=detail, extra=dict(extra))
-
-
-def _all_finite(values: Iterable[float]) -> bool:
-    return all(math.isfinite(v) for v in values)
 
 
 def decode_command(data: bytes, source: CommandSource = CommandSource.UDP) -> RobotCommand | Rejection:
@@ -156,42 +138,33 @@ def decode_command(data: bytes, source: CommandSource = CommandSource.UDP) -> Ro
 
     if payload == "policy":
         p = msg.policy
-        v = (float(p.vx), float(p.vy), float(p.vyaw))
-        if not _all_finite(v):
-            return _reject(Reason.NON_FINITE, f"velocity {v} is not finite", sequence=seq)
-        return VelocityCommand(vx=v[0], vy=v[1], vyaw=v[2], source=source, sequence=seq)
+        return _validated(VelocityCommand(vx=float(p.vx), vy=float(p.vy), vyaw=float(p.vyaw), source=source,
+                                          sequence=seq))
 
     return _decode_trajectory(msg.all_trajectory, source, seq)
 
 
 def _decode_trajectory(traj: Any, source: CommandSource, seq: int) -> TrajectoryCommand | Rejection:
-    """``AllTrajectory`` -> ``TrajectoryCommand`` after Edge's length/finiteness rules (positions stay in the wire
-    frame: ankle slots carry pitch/roll; ``vasimov.motor_space`` maps them)."""
-    positions = tuple(float(x) for x in traj.positions)
-    kp = tuple(float(x) for x in traj.kp)
-    kd = tuple(float(x) for x in traj.kd)
-    if not positions:
-        return _reject(Reason.EMPTY_TRAJECTORY, "all_trajectory carries no positions", sequence=seq)
-    if len(positions) != NUM_JOINTS:
-        return _reject(
-            Reason.BAD_LENGTH, f"{len(positions)} positions; expected {NUM_JOINTS}", field="positions", sequence=seq
-        )
-    # Gains are never a reason to drop the setpoint: the Menlo API page lists only positions (count, finiteness)
-    # among a trajectory's drop conditions and says Edge replaces gains it cannot use (any count but 25) with its own
-    # table. They travel on as sent, non-finite ones included; the firmware core decides each array, substitutes
-    # and counts (``Firmware._trajectory_gains``).
-    if not _all_finite(positions):
-        bad = next(i for i, v in enumerate(positions) if not math.isfinite(v))
-        return _reject(
-            Reason.NON_FINITE, f"positions[{bad}] is {positions[bad]}", field="positions", index=bad, sequence=seq
-        )
-    return TrajectoryCommand(
-        positions=positions,
-        kp=kp or None,
-        kd=kd or None,
+    """``AllTrajectory`` -> ``TrajectoryCommand`` (positions stay in the wire frame: ankle slots carry pitch/roll;
+    ``vasimov.motor_space`` maps them). Gains travel on as sent, non-finite ones included: the firmware core decides
+    each array, substitutes and counts (``Firmware._trajectory_gains``)."""
+    cmd = TrajectoryCommand(
+        positions=tuple(float(x) for x in traj.positions),
+        kp=tuple(float(x) for x in traj.kp) or None,
+        kd=tuple(float(x) for x in traj.kd) or None,
         source=source,
         sequence=seq,
     )
+    return _validated(cmd)
+
+
+def _validated(cmd: RobotCommand) -> RobotCommand | Rejection:
+    """The one command validator's verdict, with the datagram's sequence number added to a rejection."""
+    rejection = validate(cmd)
+    if rejection is None:
+        return cmd
+    rejection.extra["sequence"] = cmd.sequence
+    return rejection
 
 
 # ── state ────────────────────────────────────────────────────────────────────────────────────────────────────────

@@ -33,7 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from vasimov.command_rules import Reason
 from vasimov.commands import CommandSource, DampCommand, Rejection, RobotCommand
+from vasimov.ros.ratelog import RateLimitedLog
 from vasimov_bridge.inlet_gate import CommandGate, GateConfig, SourceBudgets
 from vasimov_bridge.sdk_wire import RejectionCounter, decode_command
 from vasimov_bridge.socket_drops import kernel_drops
@@ -95,31 +97,6 @@ class UdpLaneConfig:
                 raise ValueError(f"{name} must be finite and positive, got {value!r}")
 
 
-class _RateLimitedLog:
-    """One line per key per interval, carrying how many events it stands for, so a flood of junk cannot flood the
-    log while the first occurrence is still reported at once."""
-
-    def __init__(self, interval_s: float) -> None:
-        self._interval = interval_s
-        self._last: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, level: int, key: str, msg: str, *args: object) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last = self._last.get(key)
-            if last is not None and now - last < self._interval:
-                self._suppressed[key] = self._suppressed.get(key, 0) + 1
-                return
-            self._last[key] = now
-            skipped = self._suppressed.pop(key, 0)
-        if skipped:
-            log.log(level, msg + " (+%d more since the last report)", *args, skipped)
-        else:
-            log.log(level, msg, *args)
-
-
 class UdpLane:
     """Command socket + receive thread + state sender. ``start()`` binds; ``close()`` joins the thread.
 
@@ -142,7 +119,8 @@ class UdpLane:
         self._source = source
         self.rejections = RejectionCounter()  # decode_command reasons
         self.stats = RejectionCounter()  # rx/tx totals and drop classes
-        self._log = _RateLimitedLog(self.config.log_interval_s)
+        # the gate only: the lane picks each line's level itself (see _log)
+        self._log_gate = RateLimitedLog(lambda _msg: None, self.config.log_interval_s)
         self._rx: socket.socket | None = None
         self._tx: socket.socket | None = None
         self._dest: Peer = ("", 0)  # resolved state destination, the peer of every "tx" tap
@@ -309,7 +287,7 @@ class UdpLane:
         try:
             cmd = decode_command(data, self._source)
         except Exception:  # decode_command promises not to raise; if it ever does, the lane still lives
-            cmd = Rejection(reason="DECODER_ERROR", detail="decoder raised")
+            cmd = Rejection(reason=Reason.DECODER_ERROR, detail="decoder raised")
             log.exception("decode_command raised")
         if isinstance(cmd, Rejection):
             count = self.rejections.add(cmd.reason)
@@ -344,6 +322,12 @@ class UdpLane:
             self.stats.add("callback_error")
             self._log(logging.ERROR, "callback", "on_command raised for %r", cmd)
             log.debug("on_command traceback", exc_info=True)
+
+    def _log(self, level: int, key: str, msg: str, *args: object) -> None:
+        """A log line per ``key`` per ``log_interval_s`` at most, carrying how many it stands for."""
+        suppressed = self._log_gate.allow(key)
+        if suppressed is not None:
+            log.log(level, RateLimitedLog.with_count(msg % args if args else msg, suppressed))
 
     def _tap(self, direction: Direction, peer: Peer, data: bytes) -> None:
         if self._on_datagram is None:

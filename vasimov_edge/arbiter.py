@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from vasimov.command_rules import Reason
 from vasimov.commands import (
     CommandSource,
     DampCommand,
@@ -99,12 +100,13 @@ class Arbiter:
         """None if ``cmd`` (arriving at firmware time ``t``) may go on to the firmware, else why not."""
         now = self._time(t)
         if not isinstance(cmd, _COMMAND_TYPES):
-            return self._refuse("unknown_command", "UNKNOWN_COMMAND", f"not a robot command: {type(cmd).__name__}")
+            return self._refuse("unknown_command", Reason.UNKNOWN_COMMAND, f"not a robot command: {type(cmd).__name__}")
         try:
             source = CommandSource(cmd.source)
         except (ValueError, TypeError):
             valid = ", ".join(s.name for s in CommandSource)
-            return self._refuse("unsupported_source", "UNSUPPORTED_SOURCE", f"source {cmd.source!r}; valid: {valid}")
+            return self._refuse("unsupported_source", Reason.UNSUPPORTED_SOURCE,
+                                f"source {cmd.source!r}; valid: {valid}")
         holder = None if self._expired(now) else self._holder
         if holder is None or source.value <= holder.value:
             if source is not self._holder:
@@ -119,12 +121,12 @@ class Arbiter:
         left = self.hold_s - (now - self._holder_last_t)
         return self._refuse(
             "not_active",
-            "NOT_ACTIVE",
+            Reason.NOT_ACTIVE,
             f"{holder.name} holds control (outranks {source.name}) until it is silent for {self.hold_s:g} s "
             f"({left:.2f} s left); only DAMP is admitted",
         )
 
-    def _refuse(self, counter: str, reason: str, detail: str) -> Rejection:
+    def _refuse(self, counter: str, reason: Reason, detail: str) -> Rejection:
         self._counters[counter] += 1
         return Rejection(reason=reason, detail=detail, extra={"counter": f"arbiter_{counter}"})
 

@@ -50,8 +50,10 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
   MOTOR_TEMP_HIGH warning is raised. One alert entry per alert id (the wire carries at most one per catalog id,
   nanopb ``max_count: 48``): a motor alert names the hottest motor in its condition (``source_id``, ``value``).
   Severities come from asimov-protocol's alert catalog.
-* **Validation**: every dropped command is returned as a ``Rejection`` whose reason is the SDK's ``Refusal`` name
-  and whose ``extra["counter"]`` names the counter it incremented. Nothing raises on bad input.
+* **Validation**: a command is first checked by the one validator every inlet uses
+  (``vasimov.command_rules.validate``); then the mode rules above apply. Every dropped command is returned as a
+  ``Rejection`` whose reason is the SDK's ``Refusal`` name (``vasimov.command_rules.Reason``) and whose
+  ``extra["counter"]`` names the counter it incremented. Nothing raises on bad input.
 
 Time: every ``t`` is *firmware time* in seconds since the (virtual) boot. ``restart()`` boots again, so the caller's
 next ``t`` starts from 0 again. The core has no clock of its own; ``t`` must not go backwards within one boot (a
@@ -68,10 +70,19 @@ from enum import IntEnum, StrEnum
 from typing import Any, NamedTuple
 
 import numpy as np
-from asimov_protocol import AlertSeverity
-from asimov_protocol._alert_catalog import ALERT_CATALOG_DATA
 from numpy.typing import ArrayLike
 
+from vasimov.alerts import (
+    ALERT_FALL_DETECTED,
+    ALERT_FIRMWARE_STALL,
+    ALERT_IMU_FAULT,
+    ALERT_MOTOR_OVERTEMP,
+    ALERT_MOTOR_TEMP_HIGH,
+    alert_name,
+    alert_severity,
+    latched_flags,
+)
+from vasimov.command_rules import Reason, validate
 from vasimov.commands import (
     DampCommand,
     Rejection,
@@ -80,6 +91,7 @@ from vasimov.commands import (
     TrajectoryCommand,
     VelocityCommand,
 )
+from vasimov.control_rate import DAMP_KD
 from vasimov.joints import (
     DEFAULT_POS,
     NON_POLICY_JOINTS,
@@ -90,12 +102,11 @@ from vasimov.joints import (
     POLICY_TO_JOINT,
     STAND_KD,
     STAND_KP,
-    facts,
 )
 from vasimov.motor_space import clamp_joint_targets, joint_to_state_torque, trajectory_to_joint_targets
 from vasimov_edge.thermal import ThermalModel, ThermalParams
 
-# Times are sums of float ticks (k * 0.02 s); compare with this slack so "exactly 0.5 s later" counts as 0.5 s.
+# Times are sums of float ticks (k * CONTROL_DT); compare with this slack so "exactly 0.5 s later" counts as 0.5 s.
 TIME_EPS = 1e-9
 
 
@@ -114,34 +125,6 @@ class MoveSubmode(StrEnum):
     NONE = ""
     POLICY = "POLICY"
     TRAJECTORY = "TRAJECTORY"
-
-
-# Alert ids as the firmware numbers them (fact sheet ``firmware_behaviour.alert_ids``; the SDK's ``ALERT_NAMES``;
-# asimov-protocol's ``AlertId``).
-ALERT_MOTOR_OVERTEMP = 2
-ALERT_IMU_FAULT = 3  # "The IMU stopped reporting correctly": the twin's sensors after a physics divergence
-ALERT_FIRMWARE_STALL = 4  # "A firmware thread stopped responding": reported by the SDK bridge for a stalled edge
-ALERT_FALL_DETECTED = 7
-ALERT_MOTOR_TEMP_HIGH = 17
-SEVERITY_CRITICAL = int(AlertSeverity.CRITICAL)
-SEVERITY_WARNING = int(AlertSeverity.WARNING)
-# Severity per alert id from asimov-protocol's generated alert catalog (the canonical table the firmware and the
-# SDK share; the package has no public accessor for it, its own error_flags decoder reads the same data).
-_CATALOG_SEVERITY: dict[int, int] = {int(e["alert_id"]): int(e["severity_value"]) for e in ALERT_CATALOG_DATA}
-FAULT_LATCHED_FLAG = 1  # error_flags bit 0
-ERROR_FLAGS_FIRST_ALERT_BIT = 1  # critical alert n sets bit 1 + n
-
-
-def alert_name(alert_id: int) -> str:
-    """The firmware's name for an alert id, ``ALERT_<id>`` when unknown (as the SDK prints it)."""
-    names = facts()["firmware_behaviour"]["alert_ids"]
-    return str(names.get(alert_id, f"ALERT_{alert_id}"))
-
-
-def alert_severity(alert_id: int) -> int:
-    """The catalog's severity of an alert id (0 CRITICAL, 1 WARNING, 2 INFO); WARNING for an id the catalog lacks
-    (DECISION: never CRITICAL, which would make the SDK call the robot faulted over an id it cannot name)."""
-    return _CATALOG_SEVERITY.get(alert_id, SEVERITY_WARNING)
 
 
 @dataclass(frozen=True)
@@ -200,7 +183,7 @@ class FirmwareParams:
     trajectory_timeout_s: float = 2.0
     velocity_timeout_s: float = 2.0
     velocity_caps: tuple[float, float, float] = (0.4, 0.4, 0.8)
-    damp_kd: float = 2.0
+    damp_kd: float = DAMP_KD
     trajectory_kp_max: float = 500.0
     trajectory_kd_max: float = 5.0
     alert_clear_s: float = 2.5
@@ -540,15 +523,17 @@ class Firmware:
         self._wall = wall
         t = self._advance_clock(t)
         self._gain_notes = ()
+        problem = validate(cmd)  # the one command validator every inlet uses; the core takes commands from anyone
+        if problem is not None:
+            counter = str(problem.extra["counter"])
+            return self._reject(counter, problem.reason, problem.detail)
         if isinstance(cmd, DampCommand):
             return self._on_damp(t)
         if isinstance(cmd, StandCommand):
             return self._on_stand(t)
         if isinstance(cmd, VelocityCommand):
             return self._on_velocity(cmd, t)
-        if isinstance(cmd, TrajectoryCommand):
-            return self._on_trajectory(cmd, t)
-        return self._reject("command_unknown", "UNKNOWN_COMMAND", f"not a robot command: {type(cmd).__name__}")
+        return self._on_trajectory(cmd, t)
 
     def count_rejection(self, rejection: Rejection) -> None:
         """Count a rejection made outside the core (decoder, arbiter) so every drop lands in one counter set.
@@ -577,7 +562,7 @@ class Firmware:
         if self._latched:
             return self._reject(
                 "stand_fault_latched",
-                "FAULT_DAMPED",
+                Reason.FAULT_DAMPED,
                 f"a fault is latched (error_flags={self._error_flags:#x}); STAND needs a firmware restart",
             )
         self._counters["accepted_stand"] += 1
@@ -598,22 +583,25 @@ class Firmware:
             self._upright_since_wall = self._wall
         return None
 
-    def _on_velocity(self, cmd: VelocityCommand, t: float) -> Rejection | None:
-        try:
-            v = np.array([float(cmd.vx), float(cmd.vy), float(cmd.vyaw)])
-        except (TypeError, ValueError, AttributeError) as exc:
-            return self._reject("command_unparsable", "PARSE", f"velocity fields must be numbers: {exc}")
-        if not np.all(np.isfinite(v)):
-            return self._reject("velocity_non_finite", "NON_FINITE", f"vx, vy, vyaw must be finite, got {v.tolist()}")
+    def _refuse_when_damped(self, kind: str) -> Rejection | None:
+        """MOVE needs a robot that is neither fault-latched nor in DAMP; ``kind`` names the command's counters."""
         if self._latched:
-            return self._reject("velocity_fault_latched", "FAULT_DAMPED", "a fault is latched; restart the firmware")
+            return self._reject(f"{kind}_fault_latched", Reason.FAULT_DAMPED,
+                                "a fault is latched; restart the firmware")
         if self._mode is Mode.DAMP:
-            return self._reject("velocity_in_damp", "FW_DAMPED", "velocity is dropped in DAMP; send STAND first")
+            return self._reject(f"{kind}_in_damp", Reason.FW_DAMPED, f"{kind} is dropped in DAMP; send STAND first")
+        return None
+
+    def _on_velocity(self, cmd: VelocityCommand, t: float) -> Rejection | None:
+        v = np.array([float(cmd.vx), float(cmd.vy), float(cmd.vyaw)])  # validated: finite numbers
+        refused = self._refuse_when_damped("velocity")
+        if refused is not None:
+            return refused
         self._arm_if_due(t)
         if self._mode is Mode.STAND and not self._armed:
             return self._reject(
                 "velocity_unarmed_stand",
-                "GATE",
+                Reason.GATE,
                 f"STAND not yet held upright (gravity z < {self.params.arm_gravity_z}) for {self.params.arm_hold_s} s",
             )
         caps = np.array(self.params.velocity_caps)
@@ -630,36 +618,20 @@ class Firmware:
         return None
 
     def _on_trajectory(self, cmd: TrajectoryCommand, t: float) -> Rejection | None:
-        try:
-            pos = np.array(cmd.positions, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError, AttributeError) as exc:
-            return self._reject("command_unparsable", "PARSE", f"positions must be numbers: {exc}")
-        if pos.size == 0:
-            return self._reject("trajectory_empty", "EMPTY_TRAJECTORY", f"send {NUM_JOINTS} positions")
-        if pos.size != NUM_JOINTS:
-            return self._reject(
-                "trajectory_bad_length", "BAD_LENGTH", f"got {pos.size} positions; exactly {NUM_JOINTS} are valid"
-            )
-        if not np.all(np.isfinite(pos)):
-            bad = np.flatnonzero(~np.isfinite(pos)).tolist()
-            return self._reject("trajectory_non_finite", "NON_FINITE", f"non-finite positions at indices {bad}")
-        gains = self._trajectory_gains(cmd.kp, cmd.kd)
-        if isinstance(gains, Rejection):
-            return gains
-        if self._latched:
-            return self._reject("trajectory_fault_latched", "FAULT_DAMPED", "a fault is latched; restart the firmware")
-        if self._mode is Mode.DAMP:
-            return self._reject("trajectory_in_damp", "FW_DAMPED", "trajectory is dropped in DAMP; send STAND first")
+        pos = np.array([float(x) for x in cmd.positions])  # validated: 25 finite numbers
+        refused = self._refuse_when_damped("trajectory")
+        if refused is not None:
+            return refused
         self._arm_if_due(t)
         if self._mode is Mode.STAND and not self._armed:
             # DECISION: like velocity, a trajectory enters MOVE only from an armed STAND (the SDK's FakeEdge and
             # contract 5.7); `robot.stand()` returns once armed, so SDK flows are unaffected.
             return self._reject(
                 "trajectory_unarmed_stand",
-                "GATE",
+                Reason.GATE,
                 f"STAND not yet held upright for {self.params.arm_hold_s} s; the trajectory is ignored",
             )
-        kp, kd, notes = gains
+        kp, kd, notes = self._trajectory_gains(cmd.kp, cmd.kd)
         targets, clamped = trajectory_to_joint_targets(pos)
         if clamped:
             self._counters["trajectory_targets_clamped"] += 1
@@ -674,9 +646,9 @@ class Firmware:
         self._velocity = np.zeros(3)
         return None
 
-    def _trajectory_gains(self, kp_in: Any, kd_in: Any) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]] | Rejection:
-        """(kp, kd, counters to bump if the trajectory is applied) for a trajectory; a rejection only for gains that
-        are not numbers at all (a malformed command object; the wire decoder cannot produce one).
+    def _trajectory_gains(self, kp_in: Any, kd_in: Any) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+        """(kp, kd, counters to bump if the trajectory is applied) for a validated trajectory (its gains, when given,
+        are numbers: ``vasimov.command_rules.validate``).
 
         Each array is decided on its own, as the Menlo API page says ("send exactly 25 values in kp and/or kd. Any
         other count ... is silently replaced with the edge defaults"): an array of 25 finite values is used, an
@@ -692,10 +664,7 @@ class Firmware:
             if raw is None:
                 out.append(table.copy())
                 continue
-            try:
-                g = np.array(raw, dtype=np.float64).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                return self._reject("command_unparsable", "PARSE", f"kp/kd must be numbers: {exc}")
+            g = np.array([float(x) for x in raw])
             if g.size != NUM_JOINTS:
                 notes.append("trajectory_gains_substituted")
                 out.append(table.copy())
@@ -747,7 +716,7 @@ class Firmware:
         self._latch(ALERT_IMU_FAULT, "sensor_fault_latches")
 
     def _latch(self, alert_id: int, counter: str) -> None:
-        bit = FAULT_LATCHED_FLAG | (1 << (ERROR_FLAGS_FIRST_ALERT_BIT + alert_id))
+        bit = latched_flags(alert_id)
         if self._error_flags & bit == bit:
             return
         self._error_flags |= bit

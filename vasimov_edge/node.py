@@ -18,6 +18,7 @@ from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantFault, Pla
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import joints
+from vasimov.command_rules import validated
 from vasimov.commands import CommandSource, Rejection, RobotCommand, VelocityCommand
 from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
@@ -139,11 +140,8 @@ class EdgeNode(Node):
         self._submit(cmd)
 
     def on_cmd_vel(self, msg: Twist) -> None:
-        v = (msg.linear.x, msg.linear.y, msg.angular.z)
-        if not all(np.isfinite(v)):
-            self._submit(Rejection("NON_FINITE", "cmd_vel has a non-finite component"))
-            return
-        self._submit(VelocityCommand(*v, source=CommandSource.FOXGLOVE))
+        self._submit(validated(VelocityCommand(msg.linear.x, msg.linear.y, msg.angular.z,
+                                               source=CommandSource.FOXGLOVE)))
 
     def _submit(self, cmd: RobotCommand | Rejection) -> None:
         if isinstance(cmd, Rejection):

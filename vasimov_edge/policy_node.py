@@ -20,6 +20,7 @@ from vasimov.ros.convert import from_stamp
 from vasimov.ros.lockstep import join_lockstep
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
+from vasimov.tick_sync import TickSync
 from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
 from vasimov_edge.policy.registry import make_backend
 
@@ -36,11 +37,12 @@ class PolicyNode(Node):
         self.p = declare(self, PARAMS)
         self.lockstep = bool(self.p["lockstep"])
         self.backend = make_backend(self.p["backend"])
-        self.fw_by_tick: dict[int, FirmwareState] = {}
+        # tick k's inputs: the plant's tick-k state and the firmware's state after tick k-1
+        self.sync = TickSync(("state", "firmware"))
         self.latest_fw: FirmwareState | None = None
         self.epoch = 0
         self.was_active = False
-        self.pending: list[PlantState] = []
+        self.pending: list[int] = []  # ticks to answer, in order
         self.pub = self.create_publisher(PolicyStep, topics.POLICY_STEP, qos.LOOP)
         sub_fw = self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
         subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, qos.LOOP)  # noqa: E731
@@ -56,34 +58,35 @@ class PolicyNode(Node):
         if msg.epoch != self.epoch:
             return
         self.latest_fw = msg
-        self.fw_by_tick[int(msg.tick)] = msg
-        while len(self.fw_by_tick) > 64:
-            self.fw_by_tick.pop(next(iter(self.fw_by_tick)))
+        self.sync.put("firmware", int(msg.epoch), int(msg.tick) + 1, msg)
         self._drain()
 
     def on_tick(self, msg: PlantState) -> None:
         if msg.epoch != self.epoch:
             self.epoch = msg.epoch
-            self.fw_by_tick.clear()
+            self.sync.reset(int(msg.epoch))
             self.latest_fw = None
             self.pending.clear()
             self.backend.reset()
             self.was_active = False
-        self.pending.append(msg)
+        self.sync.put("state", int(msg.epoch), int(msg.tick), msg)
+        self.pending.append(int(msg.tick))
         self._drain()
 
     def _drain(self) -> None:
         """Answer pending ticks in order; in lockstep each waits for the firmware's answer to the tick before."""
         while self.pending:
-            state = self.pending[0]
-            k = int(state.tick)
-            fw = self.fw_by_tick.get(k - 1)
+            k = self.pending[0]
+            state = self.sync.get("state", k)
+            fw = self.sync.get("firmware", k)
             if fw is None and k > 0:
                 if self.lockstep:
                     return
                 fw = self.latest_fw
             self.pending.pop(0)
-            self._answer(state, fw)
+            self.sync.forget_through(k)
+            if state is not None:  # None only if it fell out of the sync's window: nothing left to answer
+                self._answer(state, fw)
 
     def _answer(self, state: PlantState, fw: FirmwareState | None) -> None:
         active = bool(fw is not None and fw.policy_active)

@@ -23,8 +23,7 @@ Physics (per motor, motor order = firmware order, ankle slots are motors A and B
 so the steady-state rise at rated torque is ``R_th · R · rated_current_a²`` (1.0 · 0.35 · 11² = 42.4 K -> 67.4 °C).
 
 The torque constant ``k_t`` is the ONE assumed constant behind both the heating and the ``joint_current`` the SDK
-bridge reports (``motor_current``): a current reading is the motor torque through it, signed like the torque. It
-is an assumption (no published torque constants), so the reported current is approximate.
+bridge reports; it lives in ``vasimov.motor_current`` (below both) and this model only reads it.
 It is integrated exactly for a piecewise-constant torque (``T += (T_ss − T)(1 − e^(−dt/τ))``), so it is stable for
 any step. Pure: no clock; the caller passes dt.
 """
@@ -37,7 +36,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vasimov.joints import JOINTS, NUM_JOINTS, facts
+from vasimov.joints import NUM_JOINTS
+from vasimov.motor_current import (
+    RATED_CURRENT_A,
+    UNKNOWN_MOTOR_RATED_TORQUE_NM,
+    motor_current,
+    motor_rated_torque,
+    torque_constant,
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +64,8 @@ class ThermalParams:
     time_constant_s: float = 300.0
     thermal_resistance_k_per_w: float = 1.0
     winding_resistance_ohm: float = 0.35
-    rated_current_a: float = 11.0
-    unknown_motor_rated_torque_nm: float = 12.0
+    rated_current_a: float = RATED_CURRENT_A
+    unknown_motor_rated_torque_nm: float = UNKNOWN_MOTOR_RATED_TORQUE_NM
 
     def __post_init__(self) -> None:
         for name in (
@@ -81,50 +87,6 @@ class ThermalParams:
         return self.thermal_resistance_k_per_w * self.winding_resistance_ohm * self.rated_current_a**2
 
 
-def torque_constant(params: ThermalParams | None = None) -> np.ndarray:
-    """k_t (N·m/A, output side) of the motor in each firmware slot: rated torque / ``rated_current_a`` (ASSUMED)."""
-    p = params or ThermalParams()
-    k_t = motor_rated_torque(p.unknown_motor_rated_torque_nm) / p.rated_current_a
-    k_t.setflags(write=False)
-    return k_t
-
-
-def motor_current(tau_motor: ArrayLike, k_t: ArrayLike | None = None) -> np.ndarray:
-    """Each motor's current (A, signed like the torque) for motor-frame torques, through ``k_t`` (default: the
-    assumed ``torque_constant()``). No current loop, no no-load or friction current: torque over k_t."""
-    kt = torque_constant() if k_t is None else np.asarray(k_t, dtype=np.float64)
-    return np.asarray(tau_motor, dtype=np.float64) / kt
-
-
-def _joint_kind(sim_name: str) -> str:
-    """``left_knee_joint`` -> ``knee``: the name the datasheet table uses for a joint's motor."""
-    kind = sim_name.removesuffix("_joint")
-    for side in ("left_", "right_"):
-        kind = kind.removeprefix(side)
-    return kind
-
-
-def motor_rated_torque(unknown_nm: float) -> np.ndarray:
-    """Rated continuous torque (N·m) of the motor in each firmware slot, from the fact sheet's datasheet table.
-
-    The ankle slots hold the two ankle motors (A, B), which the table lists as "ankle motors A and B"; a joint the
-    table does not list gets ``unknown_nm``.
-    """
-    table = facts()["torque_limits"]["motor_datasheet"]
-    by_kind: dict[str, float] = {}
-    for entry in table.values():
-        if not isinstance(entry, dict) or "rated_torque" not in entry:
-            continue
-        for kind in entry.get("joints", ()):
-            key = "ankle" if str(kind).startswith("ankle") else str(kind)
-            by_kind[key] = float(entry["rated_torque"])
-    out = np.empty(NUM_JOINTS)
-    for j in JOINTS:
-        kind = "ankle" if j.ankle_motor is not None else _joint_kind(j.sim_name)
-        out[j.index] = by_kind.get(kind, unknown_nm)
-    return out
-
-
 class ThermalModel:
     """Temperatures of the 25 motors (°C, firmware order), advanced by ``step(tau_motor, dt)``."""
 
@@ -132,7 +94,8 @@ class ThermalModel:
         self.params = params or ThermalParams()
         self.rated_torque = motor_rated_torque(self.params.unknown_motor_rated_torque_nm)
         self.rated_torque.setflags(write=False)
-        self.torque_constant = torque_constant(self.params)  # N·m/A, output side
+        # N·m/A, output side: the one assumed k_t, the same the SDK bridge reports joint_current with
+        self.torque_constant = torque_constant(self.params.rated_current_a, self.params.unknown_motor_rated_torque_nm)
         self._temp = np.full(NUM_JOINTS, self.params.ambient_c)
 
     @property
@@ -170,4 +133,4 @@ class ThermalModel:
         return self._temp.copy()
 
 
-__all__ = ["ThermalModel", "ThermalParams", "motor_current", "motor_rated_torque", "torque_constant"]
+__all__ = ["ThermalModel", "ThermalParams"]

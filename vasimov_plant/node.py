@@ -31,11 +31,12 @@ from rclpy.node import Node
 from vasimov_msgs.msg import MotorCommand, PlantFault, SimControl
 
 from vasimov import joints
+from vasimov.control_rate import DAMP_KD
 from vasimov.ros import qos, topics
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import ros_session
-from vasimov_bridge.http_api import HttpError, parse_push
+from vasimov.sim_control import parse_push
 from vasimov_plant.lockstep import EXIT_LOCKSTEP_STALL, LockstepDriver
 from vasimov_plant.physics import MotorTargets, PhysicsError, PlantCore, validate_command
 from vasimov_plant.realtime import RealtimeDriver
@@ -55,7 +56,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               min=0.05, max=10.0),
     ParamSpec("realtime_log_period", 10.0, "Real time only: wall seconds between log lines with the achieved "
               "real-time factor, tick lateness and watchdog damps (0 = off).", min=0.0, max=3600.0),
-    ParamSpec("watchdog_kd", 2.0, "Damping gain applied to every joint while the motor command is stale.",
+    ParamSpec("watchdog_kd", DAMP_KD, "Damping gain applied to every joint while the motor command is stale.",
               min=0.0, max=50.0),
     ParamSpec("standard_topics_decimation", 1, "Publish /joint_states, /imu and ground truth every N physics "
               "steps.", min=1, max=1000),
@@ -224,14 +225,12 @@ class PlantNode(Node):
             elif msg.action in (SimControl.ACTION_PUSH, SimControl.ACTION_INJECT_FAULT) and self.faulted:
                 self._reject_sim_control("faulted", "sim control rejected: the physics is faulted until a restart")
             elif msg.action == SimControl.ACTION_PUSH:
-                try:  # the HTTP API's bounds, applied to every push whoever publishes it
+                try:  # the one set of push bounds (the HTTP API's too), applied whoever publishes it
                     push = parse_push({"body": msg.body, "force": [float(f) for f in msg.force],
                                        "duration": float(msg.duration)})
                     self.core.apply_push(push.body, np.asarray(push.force, dtype=float), push.duration)
                     self.get_logger().info(f"push {list(push.force)} N on {push.body} for {push.duration} s")
-                except HttpError as exc:
-                    self._reject_sim_control("push", f"push rejected: {exc.message}")
-                except (KeyError, ValueError) as exc:
+                except (KeyError, ValueError) as exc:  # a broken rule (PushError), no such body (KeyError)
                     self._reject_sim_control("push", f"push rejected: {exc}")
             elif msg.action == SimControl.ACTION_INJECT_FAULT:
                 self.get_logger().warning("injecting a non-finite physics state on request")

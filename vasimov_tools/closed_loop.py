@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vasimov.commands import RobotCommand
+from vasimov.control_rate import CONTROL_DECIMATION
 from vasimov.frames import projected_gravity
 from vasimov_edge.firmware import Firmware, FirmwareInputs, FirmwareOutput, FirmwareParams
 from vasimov_edge.policy.interface import PolicyBackend, PolicyInput, PolicyOutput
@@ -35,7 +36,7 @@ class ClosedLoop:
     backend: PolicyBackend
     plant: PlantCore = field(default_factory=PlantCore)
     firmware: Firmware = field(default_factory=Firmware)
-    decimation: int = 4
+    decimation: int = CONTROL_DECIMATION
     tick: int = 0
     last_fw: FirmwareOutput | None = None
     _pending: list[RobotCommand] = field(default_factory=list)
@@ -43,7 +44,7 @@ class ClosedLoop:
 
     @classmethod
     def create(cls, backend: PolicyBackend, *, seed: int = 0, firmware_params: FirmwareParams | None = None,
-               gantry_height: float | None = None, decimation: int = 4) -> ClosedLoop:
+               gantry_height: float | None = None, decimation: int = CONTROL_DECIMATION) -> ClosedLoop:
         kw = {} if gantry_height is None else {"gantry_height": gantry_height}
         plant = PlantCore(seed=seed, **kw)
         plant.reset()

@@ -1,6 +1,7 @@
 """`vasimov topics` and `vasimov echo`: a look at the running graph without the ros2 CLI (not installable from PyPI).
 
-Also the graph helpers the recorder shares: importing a message class from its type name and choosing a
+Also the graph helpers the recorder shares: a message class from its type name (``vasimov.ros.message_types``,
+re-exported here) and choosing a
 subscription QoS that matches what the publishers offer (as `ros2 bag record` and `ros2 topic echo` do: reliable
 only if every publisher is reliable, transient-local only if every publisher is), so a viewer never fails to match a
 best-effort or latched publisher.
@@ -8,7 +9,6 @@ best-effort or latched publisher.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import sys
@@ -26,6 +26,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
+from vasimov.ros.message_types import MessageTypeError, message_class
+
 #: `topics` reads the graph once discovery has settled: at least DISCOVERY_S, then until the set of topics and their
 #: publisher counts has not changed for DISCOVERY_QUIET_S, at most DISCOVERY_MAX_S (a fresh participant learns the
 #: endpoints of a busy seven-node graph over a second or two; there is no "discovery complete" event in DDS).
@@ -34,22 +36,9 @@ DISCOVERY_QUIET_S = 0.75
 DISCOVERY_MAX_S = 6.0
 
 
-class IntrospectError(ValueError):
-    """A topic or type that cannot be looked at; the message says why and what exists instead."""
-
-
-def message_class(type_name: str) -> type:
-    """``pkg/msg/Name`` -> the generated Python class (rosidl_runtime_py is not on PyPI, so import it directly)."""
-    parts = type_name.split("/")
-    if len(parts) != 3 or parts[1] != "msg":
-        raise IntrospectError(f"type {type_name!r} is not a message type (pkg/msg/Name)")
-    pkg, _, name = parts
-    try:
-        module = importlib.import_module(f"{pkg}.msg")
-        return getattr(module, name)
-    except (ImportError, AttributeError) as exc:
-        raise IntrospectError(f"message type {type_name} is not importable here ({exc}); is {pkg} installed in "
-                              f"this environment?") from exc
+#: A topic or type that cannot be looked at; the message says why and what exists instead. One error type with the
+#: core's message-type lookup, whose failure is the commonest reason.
+IntrospectError = MessageTypeError
 
 
 def adapted_qos(node: Node, topic: str, depth: int) -> QoSProfile:

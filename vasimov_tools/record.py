@@ -47,11 +47,12 @@ from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import qos, topics
 from vasimov.ros.batch_take import spin_once_batched
 from vasimov.ros.lockstep import announce_ready
+from vasimov.ros.message_types import MessageTypeError, message_class
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
 from vasimov.stop_signals import stop_on_signals
 from vasimov_tools import bag
-from vasimov_tools.introspect import IntrospectError, adapted_qos, message_class, publisher_qos_flags
+from vasimov_tools.introspect import adapted_qos, publisher_qos_flags
 
 # `lockstep` (from COMMON) makes the recorder a lockstep participant: it subscribes to the tick topic only once the
 # expected nodes' topics are all subscribed and matched, then announces ready (the plant must declare it).
@@ -309,7 +310,7 @@ class RecorderNode(Node):
             cls = message_class(msgtype)
             offered = [bag.qos_from_endpoint(r, t) for r, t in publisher_qos_flags(self, topic)]
             handle = self.bag.add_topic(topic, msgtype, offered)
-        except (IntrospectError, bag.BagError) as exc:
+        except (MessageTypeError, bag.BagError) as exc:
             self._skip(topic, str(exc))
             return
         is_clock = topic == topics.CLOCK

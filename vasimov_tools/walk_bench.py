@@ -37,12 +37,12 @@ import numpy as np
 
 from vasimov import joints
 from vasimov.commands import StandCommand, VelocityCommand
+from vasimov.control_rate import CONTROL_DT
 from vasimov.frames import projected_gravity
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
 from vasimov_tools.closed_loop import ClosedLoop
 
-CONTROL_DT = 0.02  # s; the firmware ticks backends at 50 Hz
 SETTLE_TIME = 1.0  # s of balancing (zero command) after the backend takes over, before the scenario's clock starts
 KEEPALIVE_TICKS = 5  # the SDK re-sends a held velocity every 0.1 s (menlo.asimov KEEPALIVE_HZ = 10)
 ARM_TIMEOUT = 5.0  # s of simulated time STAND may take to arm before the run is declared broken

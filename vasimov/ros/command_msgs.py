@@ -1,12 +1,12 @@
 """typed command <-> vasimov_msgs/RobotCommand. Bridges publish what they validated; the edge rebuilds the typed
-command (and re-validates lengths, since a ROS message can come from anyone on the graph)."""
+command and validates it again with the same validator (``vasimov.command_rules``), since a ROS message can come from
+anyone on the graph."""
 
 from __future__ import annotations
 
-import math
-
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
+from vasimov.command_rules import Reason, validated
 from vasimov.commands import (
     CommandSource,
     DampCommand,
@@ -16,7 +16,6 @@ from vasimov.commands import (
     TrajectoryCommand,
     VelocityCommand,
 )
-from vasimov.joints import NUM_JOINTS
 
 _KIND = {DampCommand: RobotCommandMsg.KIND_DAMP, StandCommand: RobotCommandMsg.KIND_STAND,
          VelocityCommand: RobotCommandMsg.KIND_VELOCITY, TrajectoryCommand: RobotCommandMsg.KIND_TRAJECTORY}
@@ -37,27 +36,21 @@ def to_msg(cmd: RobotCommand, out: RobotCommandMsg | None = None) -> RobotComman
 
 
 def from_msg(m: RobotCommandMsg) -> RobotCommand | Rejection:
+    """A RobotCommand message -> the typed command, through the one validator (a ROS message can come from anyone
+    on the graph, so it is checked like any wire's command)."""
     try:
         source = CommandSource(m.source)
     except ValueError:
-        return Rejection("UNSUPPORTED_SOURCE", f"unknown source {m.source}")
+        return Rejection(Reason.UNSUPPORTED_SOURCE, f"unknown source {m.source}")
     seq = int(m.sequence)
     if m.kind == RobotCommandMsg.KIND_DAMP:
         return DampCommand(source=source, sequence=seq)
     if m.kind == RobotCommandMsg.KIND_STAND:
         return StandCommand(source=source, sequence=seq)
     if m.kind == RobotCommandMsg.KIND_VELOCITY:
-        v = (m.vx, m.vy, m.vyaw)
-        if not all(math.isfinite(x) for x in v):
-            return Rejection("NON_FINITE", "velocity has a non-finite component")
-        return VelocityCommand(*v, source=source, sequence=seq)
+        return validated(VelocityCommand(m.vx, m.vy, m.vyaw, source=source, sequence=seq))
     if m.kind == RobotCommandMsg.KIND_TRAJECTORY:
-        pos = tuple(float(x) for x in m.positions)
-        if len(pos) == 0:
-            return Rejection("EMPTY_TRAJECTORY", "no positions")
-        if len(pos) != NUM_JOINTS:
-            return Rejection("BAD_LENGTH", f"{len(pos)} positions, expected {NUM_JOINTS}")
         kp = tuple(float(x) for x in m.kp) or None
         kd = tuple(float(x) for x in m.kd) or None
-        return TrajectoryCommand(pos, kp, kd, source=source, sequence=seq)
-    return Rejection("UNKNOWN_COMMAND", f"unknown kind {m.kind}")
+        return validated(TrajectoryCommand(tuple(float(x) for x in m.positions), kp, kd, source=source, sequence=seq))
+    return Rejection(Reason.UNKNOWN_COMMAND, f"unknown kind {m.kind}")

@@ -8,6 +8,8 @@ from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 
+from vasimov.control_rate import CONTROL_DECIMATION, PHYSICS_DT
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -59,9 +61,10 @@ class ParamSpec:
 COMMON: tuple[ParamSpec, ...] = (
     ParamSpec("lockstep", False, "Run the closed loop in lockstep: every participant answers each control tick "
               "before the plant steps on; as fast as the machine allows."),
-    ParamSpec("control_decimation", 4, "Physics steps per control tick (200 Hz physics / 4 = 50 Hz control).",
+    ParamSpec("control_decimation", CONTROL_DECIMATION, "Physics steps per control tick (200 Hz physics / 4 = 50 Hz "
+              "control; vasimov.control_rate).",
               min=1, max=100),
-    ParamSpec("physics_dt", 0.005, "Physics time step in seconds (the model's timestep).", min=0.0005, max=0.02),
+    ParamSpec("physics_dt", PHYSICS_DT, "Physics time step in seconds (the model's timestep).", min=0.0005, max=0.02),
 )
 
 

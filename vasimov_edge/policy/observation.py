@@ -1,9 +1,9 @@
 """The 78-D observation of the official locomotion policy, built in one place for the runtime, tests and viewers.
 
 Get one scale or one joint slot wrong and the policy falls instead of walking, so nothing here is typed in by hand:
-the term order, slices, scales and the joint order inside each slot come from ``policy_contract`` in the shipped fact
-sheet, and every joint name is resolved to an index through :mod:`vasimov.joints` once, at import. The import fails
-(with the rule that broke) if the sheet and the joint table disagree, rather than feeding a silently permuted vector.
+the term order, slices, scales and the joint order inside each slot are the contract's (:mod:`vasimov.policy_contract`,
+read from the shipped fact sheet and checked against the joint table), and the gather table that fills them is
+compiled from it once, at import.
 
 Terms, in order (see ``policy_contract.observation``): body-frame gyro x0.25, projected gravity, command, joint
 position minus default in three slot groups, joint velocity x0.1 in the same groups, and the previous raw action
@@ -14,128 +14,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import accumulate
-from typing import Any, NamedTuple
 
 import numpy as np
 
 from vasimov import joints
+from vasimov.policy_contract import (
+    ACTION_DIM,
+    ACTIONS_TERM,
+    JOINT_POS_PREFIX,
+    JOINT_VEL_PREFIX,
+    LAYOUT,
+    OBS_DIM,
+    POLICY_JOINT_NAMES,
+    ObsTerm,
+    entry_labels,
+)
 from vasimov_edge.policy.interface import PolicyInput
 
-# The term names the fact sheet uses; anything else in the sheet is an error, not something to guess about.
-_VECTOR_TERMS: dict[str, tuple[str, tuple[str, ...]]] = {
-    # term -> (PolicyInput field, axis labels)
-    "base_ang_vel": ("gyro", ("x", "y", "z")),
-    "projected_gravity": ("projected_gravity", ("x", "y", "z")),
-    "command": ("command", ("vx", "vy", "wz")),
-}
-_JOINT_POS_PREFIX = "joint_pos_"
-_JOINT_VEL_PREFIX = "joint_vel_"
-_ACTIONS_TERM = "actions"
+# Which PolicyInput field each vector term reads (the labels are the contract's, ``VECTOR_TERMS``).
+_VECTOR_SOURCES: dict[str, str] = {"base_ang_vel": "gyro", "projected_gravity": "projected_gravity",
+                                   "command": "command"}
 
 
 class ObservationError(ValueError):
     """A PolicyInput that cannot become a valid observation (wrong shape, non-finite value)."""
-
-
-class ObsTerm(NamedTuple):
-    """One contiguous term of the observation: enough to label each entry and to recompute it by hand."""
-
-    term: str  # fact-sheet term name, e.g. "joint_vel_slot23"
-    slice: slice  # where it sits in the 78-vector
-    labels: tuple[str, ...]  # joint names (sim names) or axis labels, one per entry
-    scale: float  # multiplied after the quantity is computed
-
-
-def _contract() -> dict[str, Any]:
-    return joints.facts()["policy_contract"]
-
-
-def _policy_joint_names() -> tuple[str, ...]:
-    """Policy (action) order as sim names, taken from the joint table and cross-checked against the sheet."""
-    names = tuple(joints.SIM_NAMES[i] for i in joints.POLICY_TO_JOINT)
-    sheet = tuple(_contract()["action"]["order"])
-    if names != sheet:
-        raise ValueError(f"policy order in vasimov.joints {names} differs from policy_contract.action.order {sheet}")
-    return names
-
-
-POLICY_JOINT_NAMES: tuple[str, ...] = _policy_joint_names()
-ACTION_DIM: int = len(POLICY_JOINT_NAMES)
-
-
-def _build_layout() -> tuple[ObsTerm, ...]:
-    contract = _contract()
-    slots: dict[str, dict[str, Any]] = contract["slots"]
-    out: list[ObsTerm] = []
-    offset = 0
-    for row in contract["observation"]:
-        term = str(row["term"])
-        start, stop = (int(v) for v in row["slice"])
-        if term in _VECTOR_TERMS:
-            labels = _VECTOR_TERMS[term][1]
-        elif term.startswith((_JOINT_POS_PREFIX, _JOINT_VEL_PREFIX)):
-            slot = term.removeprefix(_JOINT_POS_PREFIX).removeprefix(_JOINT_VEL_PREFIX)
-            if slot not in slots:
-                raise ValueError(f"observation term {term!r} names slot {slot!r}; slots in the sheet: {sorted(slots)}")
-            labels = tuple(slots[slot]["joints"])
-            for name, pidx in zip(labels, slots[slot]["policy_indices"], strict=True):
-                if joints.BY_SIM_NAME[name].policy_index != pidx:
-                    raise ValueError(
-                        f"slot {slot}: {name} has policy index {joints.BY_SIM_NAME[name].policy_index} in "
-                        f"vasimov.joints but {pidx} in policy_contract.slots"
-                    )
-        elif term == _ACTIONS_TERM:
-            labels = POLICY_JOINT_NAMES
-        else:
-            valid = [*_VECTOR_TERMS, f"{_JOINT_POS_PREFIX}<slot>", f"{_JOINT_VEL_PREFIX}<slot>", _ACTIONS_TERM]
-            raise ValueError(f"unknown observation term {term!r} in the fact sheet; known: {valid}")
-        if start != offset or stop - start != len(labels) or int(row["dim"]) != len(labels):
-            raise ValueError(
-                f"observation term {term!r}: sheet slice [{start}, {stop}) dim {row['dim']} does not follow the "
-                f"previous term (expected start {offset}) or does not match its {len(labels)} labels"
-            )
-        out.append(ObsTerm(term, slice(start, stop), labels, float(row["scale"])))
-        offset = stop
-    return tuple(out)
-
-
-def _validate_layout(layout: Sequence[ObsTerm]) -> int:
-    """Check the rules the contract relies on; return the total dimension."""
-    total = layout[-1].slice.stop
-    expected_dim = int(_contract()["onnx"]["input"]["shape"][-1])
-    if total != expected_dim:
-        raise ValueError(f"observation layout covers {total} entries; the ONNX input expects {expected_dim}")
-    for prefix in (_JOINT_POS_PREFIX, _JOINT_VEL_PREFIX):
-        names = [n for t in layout if t.term.startswith(prefix) for n in t.labels]
-        if sorted(names) != sorted(POLICY_JOINT_NAMES):
-            missing = sorted(set(POLICY_JOINT_NAMES) - set(names))
-            dup = sorted({n for n in names if names.count(n) > 1})
-            raise ValueError(f"{prefix}* terms must hold each policy joint once; missing {missing}, repeated {dup}")
-    return total
-
-
-LAYOUT: tuple[ObsTerm, ...] = _build_layout()
-OBS_DIM: int = _validate_layout(LAYOUT)
-
-ACTION_SCALE: float = float(_contract()["action"]["scale"])
-
-
-def _default_pos_policy_order() -> np.ndarray:
-    """Default pose in policy order from the joint table, checked against the sheet's own policy-order list."""
-    v = np.asarray(joints.DEFAULT_POS[joints.POLICY_TO_JOINT], dtype=np.float64)
-    sheet = np.asarray(_contract()["action"]["default_joint_pos_policy_order"], dtype=np.float64)
-    if not np.allclose(v, sheet, rtol=0.0, atol=1e-12):
-        raise ValueError(f"default pose (policy order) from vasimov.joints {v} differs from the sheet's {sheet}")
-    v.setflags(write=False)
-    return v
-
-
-DEFAULT_POS_POLICY: np.ndarray = _default_pos_policy_order()
-
-
-def entry_labels() -> tuple[str, ...]:
-    """One ``"term/label"`` string per observation entry (78), for dashboards and plots."""
-    return tuple(f"{t.term}/{label}" for t in LAYOUT for label in t.labels)
 
 
 # The builder concatenates its raw sources into one vector, in this order, and gathers the observation from it with an
@@ -159,14 +61,14 @@ def _compile_gather(layout: Sequence[ObsTerm]) -> tuple[np.ndarray, np.ndarray]:
     gather = np.empty(OBS_DIM, dtype=np.intp)
     scale = np.empty(OBS_DIM, dtype=np.float64)
     for t in layout:
-        if t.term in _VECTOR_TERMS:
-            src = _VECTOR_TERMS[t.term][0]
+        if t.term in _VECTOR_SOURCES:
+            src = _VECTOR_SOURCES[t.term]
             idx = [_SOURCE_OFFSET[src] + k for k in range(len(t.labels))]
-        elif t.term.startswith(_JOINT_POS_PREFIX):
+        elif t.term.startswith(JOINT_POS_PREFIX):
             idx = [_SOURCE_OFFSET["q_rel"] + joints.joint_index(n) for n in t.labels]
-        elif t.term.startswith(_JOINT_VEL_PREFIX):
+        elif t.term.startswith(JOINT_VEL_PREFIX):
             idx = [_SOURCE_OFFSET["qd"] + joints.joint_index(n) for n in t.labels]
-        elif t.term == _ACTIONS_TERM:
+        elif t.term == ACTIONS_TERM:
             idx = [_SOURCE_OFFSET["previous_action"] + POLICY_JOINT_NAMES.index(n) for n in t.labels]
         else:
             raise ValueError(f"observation term {t.term!r} has no source")

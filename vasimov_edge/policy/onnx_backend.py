@@ -23,15 +23,10 @@ import numpy as np
 import onnxruntime as ort
 
 from vasimov import joints
+from vasimov.policy_contract import ACTION_DIM, ACTION_SCALE, DEFAULT_POS_POLICY, OBS_DIM
 from vasimov_edge.policy.checkpoint import sha256_file
 from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
-from vasimov_edge.policy.observation import (
-    ACTION_DIM,
-    ACTION_SCALE,
-    DEFAULT_POS_POLICY,
-    OBS_DIM,
-    ObservationBuilder,
-)
+from vasimov_edge.policy.observation import ObservationBuilder
 
 _log = logging.getLogger(__name__)
 

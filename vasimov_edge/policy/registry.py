@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from vasimov.policy_contract import DEFAULT_POS_POLICY
 from vasimov_edge.policy.checkpoint import OFFICIAL_SPEC, CheckpointError, resolve_checkpoint
 from vasimov_edge.policy.interface import PolicyBackend, PolicyInput, PolicyOutput
-from vasimov_edge.policy.observation import DEFAULT_POS_POLICY, ObservationBuilder
+from vasimov_edge.policy.observation import ObservationBuilder
 
 BUILTIN = "builtin"
 ZERO = "zero"

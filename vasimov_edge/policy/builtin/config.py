@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from vasimov.control_rate import CONTROL_DT
+
 
 @dataclass(frozen=True)
 class ControllerConfig:
     """Parameters of :class:`~vasimov_edge.policy.builtin.controller.BuiltinController`."""
 
-    control_dt: float = 0.02  # s; the firmware runs backends at 50 Hz
+    control_dt: float = CONTROL_DT  # s; the firmware runs backends at 50 Hz (vasimov.control_rate)
     # --- posture
     # m of the pelvis above the soles. The flat-foot leg only spans ~0.605..0.635 (ankle dorsiflexion stops at
     # -0.35, knee straight at 0.635), so both standing and walking sit low in that window.
