@@ -17,6 +17,23 @@ settings.load_profile("vasimov")
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 
 
+#: tier-2 files: one node started alone with fake peers (test_node_<node>.py, and the lockstep start gate's)
+NODE_TIER_FILES = ("test_lockstep_start.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test gets its tier as a marker (`pytest -m core`, `-m node`, `-m graph`): graph tests are marked in
+    their files; single-node tests are known by name; everything else is a pure, in-process test."""
+    for item in items:
+        name = item.path.name
+        if item.get_closest_marker("graph") is not None:
+            continue
+        if name.startswith("test_node_") or name in NODE_TIER_FILES:
+            item.add_marker(pytest.mark.node)
+        else:
+            item.add_marker(pytest.mark.core)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A failing test's report carries the tail of every running graph's log: CI keeps nothing else."""
