@@ -1,0 +1,175 @@
+"""Single-node tests: one node's console script started alone in its own ROS domain, with the test process as its
+peers (a RosProbe publishing and subscribing on the node's topics) and its own clients (UDP, HTTP, WebSocket).
+
+The middle tier of the suite (pure cores below, whole graphs above): a node's message conversions and parameters
+are tested without the rest of the graph. Nodes run in real time (lockstep waits for peers a lone node does not
+have); every wait is bounded and on a condition. `conftest.node_factory` stops every node a test started and checks
+that nothing was left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness import ROOT, VENV_BIN, child_pids, graph_env, next_domain_id, pid_alive, wait_for
+from vasimov_msgs.msg import PlantState
+
+from vasimov import joints
+
+# Start-up of one node on a loaded 2-core machine (rclpy, MuJoCo or foxglove imports, DDS discovery).
+START_TIMEOUT = 40.0
+
+
+def _param_arg(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    return f"{name}:={value}"
+
+
+class LoneNode:
+    """`<executable> --ros-args --params-file config/<config>.yaml -p k:=v ...` alone, in its own ROS domain (or
+    `domain`), output in a log file. Parameters come from the node's config file, as the launch file passes them."""
+
+    #: every node started in this session, so a failing test's report can show the logs of those still running
+    instances: ClassVar[list[LoneNode]] = []
+
+    def __init__(self, executable: str, params: dict[str, Any] | None = None, config: str | None = None,
+                 domain: int | None = None) -> None:
+        self.executable = executable
+        self.domain = domain if domain is not None else next_domain_id()
+        self.env = graph_env(self.domain)
+        args = [str(VENV_BIN / executable), "--ros-args"]
+        if config:
+            args += ["--params-file", str(ROOT / "config" / f"{config}.yaml")]
+        for name, value in (params or {}).items():
+            args += ["-p", _param_arg(name, value)]
+        self.log = tempfile.NamedTemporaryFile(prefix=f"vasimov-{executable}-", suffix=".log", delete=False)  # noqa: SIM115
+        self.proc = subprocess.Popen(args, env=self.env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        self.pids: set[int] = {self.proc.pid}
+        LoneNode.instances.append(self)
+
+    def output(self) -> str:
+        return Path(self.log.name).read_text(errors="replace")
+
+    def wait_log(self, pattern: str, timeout: float = START_TIMEOUT) -> re.Match[str]:
+        """The first match of `pattern` in the node's output; fails early (with the log) if the node exits."""
+        rx = re.compile(pattern)
+
+        def found() -> re.Match[str] | None:
+            m = rx.search(self.output())
+            if m is None and self.proc.poll() is not None:
+                m = rx.search(self.output())  # the last lines may have landed just before the exit
+                if m is None:
+                    raise AssertionError(f"{self.executable} exited ({self.proc.returncode}) before logging "
+                                         f"{pattern!r}:\n{self.output()[-3000:]}")
+            return m
+
+        self.pids.update(child_pids(self.proc.pid))
+        return wait_for(found, timeout, f"{self.executable} to log {pattern!r}")
+
+    def wait_exit(self, timeout: float = START_TIMEOUT) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{self.executable} still running after {timeout} s:\n"
+                                 f"{self.output()[-3000:]}") from None
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """Ctrl-C, as a user or `ros2 launch` stops it; killed (and the test failed) if it does not exit in time."""
+        if self.proc.poll() is None:
+            self.pids.update(child_pids(self.proc.pid))
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                for pid in [*child_pids(self.proc.pid), self.proc.pid]:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                self.proc.wait()
+                raise AssertionError(f"{self.executable} did not stop within {timeout} s:\n"
+                                     f"{self.output()[-3000:]}") from None
+        return self.proc.returncode
+
+    def leftovers(self) -> list[int]:
+        return sorted(p for p in self.pids if pid_alive(p))
+
+
+def run_to_exit(executable: str, params: dict[str, Any], timeout: float = START_TIMEOUT) -> tuple[int, str]:
+    """Start a node that is expected to refuse its configuration: its exit code and output."""
+    node = LoneNode(executable, params)
+    try:
+        code = node.wait_exit(timeout)
+    finally:
+        node.stop()
+    assert node.leftovers() == [], f"processes left behind: {node.leftovers()}"
+    return code, node.output()
+
+
+class Repeater:
+    """Calls `publish_once` every `period` wall seconds in a thread until closed: a fake peer's steady stream (the
+    nodes under test sample, pair or decimate their inputs, so a single message may legitimately go unused)."""
+
+    def __init__(self, publish_once: Callable[[], None], period: float = 0.02) -> None:
+        self._publish = publish_once
+        self._period = period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._publish()
+            self._stop.wait(self._period)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Repeater:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def plant_state(step: int, *, epoch: int = 0, decimation: int = 4, dt: float = 0.005,
+                position: Any = None, velocity: Any = None, effort: Any = None,
+                quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0),
+                gyro: tuple[float, float, float] = (0.0, 0.0, 0.0), gantry: bool = True) -> PlantState:
+    """A PlantState as the plant publishes it for physics step `step` (sim time step * dt; a control tick when
+    step is a multiple of the decimation), at rest in the default pose unless told otherwise."""
+    m = PlantState()
+    t_ns = round(step * dt * 1e9)
+    m.stamp.sec, m.stamp.nanosec = divmod(t_ns, 1_000_000_000)
+    m.step = step
+    m.tick = step // decimation
+    m.control_tick = step % decimation == 0
+    m.epoch = epoch
+    n = joints.NUM_JOINTS
+    m.position = [float(v) for v in (joints.DEFAULT_POS if position is None else position)]
+    m.velocity = [0.0] * n if velocity is None else [float(v) for v in velocity]
+    m.effort = [0.0] * n if effort is None else [float(v) for v in effort]
+    m.imu_orientation = [float(v) for v in quat]
+    m.imu_angular_velocity = [float(v) for v in gyro]
+    m.imu_linear_acceleration = [0.0, 0.0, 9.81]
+    m.gantry_engaged = gantry
+    return m
+
+
+def publishers_matched(*entities: Any) -> bool:
+    """Every probe publisher has a reader and every probe subscription a writer: the node under test is up."""
+    for e in entities:
+        count = e.get_subscription_count() if hasattr(e, "get_subscription_count") else e.get_publisher_count()
+        if count == 0:
+            return False
+    return True
