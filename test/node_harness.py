@@ -10,6 +10,7 @@ that nothing was left behind.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import signal
@@ -20,10 +21,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 from harness import ROOT, VENV_BIN, child_pids, graph_env, next_domain_id, pid_alive, wait_for
-from vasimov_msgs.msg import PlantState
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from rosprobe import RosProbe
+from sensor_msgs.msg import JointState
+from vasimov_msgs.msg import Alert, FirmwareState, PlantState
 
 from vasimov import joints
+from vasimov.ros import qos, topics
 
 # Start-up of one node on a loaded 2-core machine (rclpy, MuJoCo or foxglove imports, DDS discovery).
 START_TIMEOUT = 40.0
@@ -173,3 +180,67 @@ def publishers_matched(*entities: Any) -> bool:
         if count == 0:
             return False
     return True
+
+
+YAW_90 = (math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))  # w, x, y, z: a quarter turn about z
+TEMPERATURES = [30.0 + i for i in range(joints.NUM_JOINTS)]
+
+
+class FakeRobot:
+    """The plant and the edge as the bridges see them. Each `publish_once`: the firmware's state after tick k
+    (STAND, armed, one alert, temperatures), then the four physics steps its answer drove (4k+1..4k+4), each with its
+    own pose so samples can be told apart, then /clock, /joint_states and ground truth (at 1, 2, 0.7 m, a quarter
+    turn about z, 0.5 m/s forward in the pelvis frame)."""
+
+    def __init__(self, probe: RosProbe) -> None:
+        self.states = probe.publisher(topics.PLANT_STATE, PlantState, qos.STATE_STREAM)
+        self.firmware = probe.publisher(topics.FIRMWARE_STATE, FirmwareState, qos.LOOP)
+        self.odom = probe.publisher(topics.ODOM_TRUTH, Odometry, qos.TELEMETRY)
+        self.joint_states = probe.publisher(topics.JOINT_STATES, JointState, qos.TELEMETRY)
+        self.clock = probe.publisher(topics.CLOCK, Clock, qos.CLOCK)
+        self.lock = threading.Lock()
+        self.tick = 0
+        self.epoch = 0
+        self.firmware_epoch = 0  # differs from epoch to play a firmware that has not restarted yet
+        self.velocity_command = (0.25, 0.0, -0.5)
+        self.sent: dict[tuple[int, int], PlantState] = {}
+
+    @staticmethod
+    def position(step: int) -> np.ndarray:
+        return joints.DEFAULT_POS + 0.001 * ((np.arange(joints.NUM_JOINTS) + step) % 7)
+
+    def publish_once(self) -> None:
+        with self.lock:
+            k, epoch, fw_epoch = self.tick, self.epoch, self.firmware_epoch
+            self.tick += 1
+        fw = FirmwareState(tick=k, epoch=fw_epoch, mode=FirmwareState.MODE_STAND, mode_name="STAND", armed=True,
+                           error_flags=2, control_source="UDP", gantry_engaged=True,
+                           alerts=[Alert(id=0, severity=1, value=7, threshold=5, first_set_us=1000, name="test")],
+                           velocity_command=self.velocity_command, thermal_model_active=True,
+                           motor_temperature=TEMPERATURES, counter_names=["accepted_stand"], counter_values=[1])
+        self.firmware.publish(fw)
+        for step in range(4 * k + 1, 4 * k + 5):
+            m = plant_state(step, epoch=epoch, position=self.position(step), gyro=(0.1, -0.2, 0.3))
+            with self.lock:
+                self.sent[(epoch, step)] = m
+            self.states.publish(m)
+        self.clock.publish(Clock(clock=m.stamp))
+        js = JointState(name=list(joints.SIM_NAMES), position=list(m.position), velocity=list(m.velocity),
+                        effort=list(m.effort))
+        js.header.stamp = m.stamp
+        self.joint_states.publish(js)
+        odom = Odometry()
+        odom.header.stamp = m.stamp
+        odom.header.frame_id, odom.child_frame_id = "world", "pelvis_link"
+        odom.pose.pose.position.x, odom.pose.pose.position.y, odom.pose.pose.position.z = 1.0, 2.0, 0.7
+        q = odom.pose.pose.orientation
+        q.w, q.x, q.y, q.z = YAW_90
+        odom.twist.twist.linear.x = 0.5  # pelvis frame: forward, which is world +y after the quarter turn
+        self.odom.publish(odom)
+
+    def restart(self, firmware_too: bool = True) -> None:
+        with self.lock:
+            self.epoch += 1
+            self.tick = 0
+            if firmware_too:
+                self.firmware_epoch = self.epoch

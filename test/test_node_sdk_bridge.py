@@ -22,10 +22,9 @@ from harness import wait_for
 from menlo.asimov import Mode
 from menlo.asimov._command import ModeCommand, Velocity
 from menlo.asimov.transport._wire import decode_state, encode_command
-from nav_msgs.msg import Odometry
-from node_harness import Repeater, plant_state, publishers_matched, run_to_exit
+from node_harness import TEMPERATURES, FakeRobot, Repeater, publishers_matched, run_to_exit
 from rosprobe import RosProbe
-from vasimov_msgs.msg import Alert, FirmwareState, PlantFault, PlantState, SimControl
+from vasimov_msgs.msg import PlantFault, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import joints, motor_space
@@ -36,54 +35,6 @@ DECIMATION = 4
 HOST = "127.0.0.1"
 READY = re.compile(r"SDK bridge ready: commands on udp \('127\.0\.0\.1', (\d+)\).* http on \('127\.0\.0\.1', (\d+)\)")
 ANKLE_SLOTS = {i for pair in joints.ANKLE_PAIRS for i in pair}
-YAW_90 = (math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))  # w, x, y, z: a quarter turn about z
-TEMPERATURES = [30.0 + i for i in range(joints.NUM_JOINTS)]
-
-
-class FakePlantAndFirmware:
-    """Every 20 ms: the firmware's state after tick k, then the four physics steps its answer drove (4k+1..4k+4),
-    each with its own pose (so frames can be told apart), and ground truth."""
-
-    def __init__(self, probe: RosProbe) -> None:
-        self.states = probe.publisher(topics.PLANT_STATE, PlantState, qos.STATE_STREAM)
-        self.firmware = probe.publisher(topics.FIRMWARE_STATE, FirmwareState, qos.LOOP)
-        self.odom = probe.publisher(topics.ODOM_TRUTH, Odometry, qos.TELEMETRY)
-        self.lock = threading.Lock()
-        self.tick = 0
-        self.epoch = 0
-        self.sent: dict[tuple[int, int], PlantState] = {}
-
-    @staticmethod
-    def position(step: int) -> np.ndarray:
-        return joints.DEFAULT_POS + 0.001 * ((np.arange(joints.NUM_JOINTS) + step) % 7)
-
-    def publish_once(self) -> None:
-        with self.lock:
-            k, epoch = self.tick, self.epoch
-            self.tick += 1
-        fw = FirmwareState(tick=k, epoch=epoch, mode=FirmwareState.MODE_STAND, mode_name="STAND", armed=True,
-                           error_flags=2, control_source="UDP", gantry_engaged=True,
-                           alerts=[Alert(id=0, severity=1, value=7, threshold=5, first_set_us=1000, name="test")],
-                           thermal_model_active=True, motor_temperature=TEMPERATURES,
-                           counter_names=["accepted_stand"], counter_values=[1])
-        self.firmware.publish(fw)
-        for step in range(4 * k + 1, 4 * k + 5):
-            m = plant_state(step, epoch=epoch, position=self.position(step), gyro=(0.1, -0.2, 0.3))
-            with self.lock:
-                self.sent[(epoch, step)] = m
-            self.states.publish(m)
-        odom = Odometry()
-        odom.header.stamp = m.stamp
-        odom.pose.pose.position.x, odom.pose.pose.position.y, odom.pose.pose.position.z = 1.0, 2.0, 0.7
-        q = odom.pose.pose.orientation
-        q.w, q.x, q.y, q.z = YAW_90
-        odom.twist.twist.linear.x = 0.5  # pelvis frame: forward, which is world +y after the quarter turn
-        self.odom.publish(odom)
-
-    def restart(self) -> None:
-        with self.lock:
-            self.epoch += 1
-            self.tick = 0
 
 
 def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
@@ -146,7 +97,7 @@ def bridge(node_factory):
 
 def test_states_in_sdk_frames_out(bridge):
     _node, probe, receiver, _cmd_port, api = bridge
-    fake = FakePlantAndFirmware(probe)
+    fake = FakeRobot(probe)
     wait_for(lambda: publishers_matched(fake.states, fake.firmware, fake.odom), 40, "the bridge's topics to match")
     with Repeater(fake.publish_once):
         frames = wait_for(lambda: len(f := receiver.all()) >= 40 and f, 30, "40 state frames")
