@@ -13,6 +13,7 @@ import re
 import time
 
 import numpy as np
+import pytest
 from harness import wait_for
 from node_harness import FakeRobot, Repeater, publishers_matched, run_to_exit
 from rosprobe import RosProbe
@@ -22,6 +23,8 @@ from websockets.sync.client import connect
 from vasimov.ros import qos, topics
 from vasimov_bridge import binary_stream as bs
 from vasimov_bridge.binary_stream import CommandKind, CommandPacket, StateFlags
+
+pytestmark = pytest.mark.node
 
 READY = r"binary stream ready: ws://([0-9.]+):(\d+)"
 DT = 0.005

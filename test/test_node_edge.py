@@ -20,6 +20,8 @@ from vasimov_msgs.msg import FirmwareState, MotorCommand, PlantState, PolicyStep
 from vasimov import joints
 from vasimov.ros import qos, topics
 
+pytestmark = pytest.mark.node
+
 DECIMATION = 4
 # the policy's answer: the default pose in policy order plus a distinct small offset per action (inside every clamp)
 POLICY_TARGET = joints.DEFAULT_POS[joints.POLICY_TO_JOINT] + np.array([0.01 * (p % 5 - 2) for p in

@@ -13,6 +13,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 from foxglove_client import FoxgloveWsClient
 from geometry_msgs.msg import Twist
 from harness import wait_for
@@ -25,6 +26,8 @@ from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov.model.urdf import link_names
 from vasimov.ros import qos, topics
+
+pytestmark = pytest.mark.node
 
 PORT_LINE = r"foxglove server on ([0-9.]+):(\d+)"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 from harness import wait_for
 from node_harness import Repeater, plant_state, publishers_matched, run_to_exit
 from rosprobe import RosProbe
@@ -21,6 +22,8 @@ from vasimov_msgs.msg import FirmwareState, PlantState, PolicyStep
 from vasimov import joints
 from vasimov.ros import qos, topics
 from vasimov_edge.policy.synthetic import make_linear_policy
+
+pytestmark = pytest.mark.node
 
 DECIMATION = 4
 COMMAND = (0.3, -0.1, 0.25)

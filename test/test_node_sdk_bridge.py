@@ -30,6 +30,8 @@ from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 from vasimov import joints, motor_space
 from vasimov.ros import qos, topics
 
+pytestmark = pytest.mark.node
+
 DT = 0.005
 DECIMATION = 4
 HOST = "127.0.0.1"
