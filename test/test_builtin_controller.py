@@ -21,8 +21,12 @@ from vasimov.frames import projected_gravity
 from vasimov.model.mjcf import load_model
 from vasimov_edge.firmware import Mode
 from vasimov_edge.policy.builtin import BuiltinController, ControllerConfig
+from vasimov_edge.policy.builtin.adaptation import StrideCorrection
+from vasimov_edge.policy.builtin.command_shaping import CommandShaper
+from vasimov_edge.policy.builtin.footsteps import FootPose, FootstepPlanner
 from vasimov_edge.policy.builtin.kinematics import RobotKinematics
 from vasimov_edge.policy.builtin.preview import PreviewController, preview_gains
+from vasimov_edge.policy.builtin.recovery import PushRecovery
 from vasimov_edge.policy.interface import PolicyBackend, PolicyInput
 from vasimov_tools import walk_bench as wb
 from vasimov_tools.closed_loop import ClosedLoop
@@ -217,23 +221,77 @@ def test_walks_forward_at_0_2_its_distance():
 
 
 def test_combined_commands_are_scaled_down_and_single_parts_are_not():
-    c = BuiltinController()
-    fwd, back, side, turn = c.cfg.command_limit
-    assert np.allclose(c._limit_combined(np.array([fwd, 0.0, 0.0])), [fwd, 0.0, 0.0])
-    assert np.allclose(c._limit_combined(np.array([0.0, 0.0, -turn])), [0.0, 0.0, -turn])
-    v = c._limit_combined(np.array([-back, side, turn]))  # every part saturated: the sum is held to the combined limit
+    cfg = ControllerConfig()
+    shaper = CommandShaper(cfg)
+    fwd, back, side, turn = cfg.command_limit
+    assert np.allclose(shaper.limit_combined(np.array([fwd, 0.0, 0.0])), [fwd, 0.0, 0.0])
+    assert np.allclose(shaper.limit_combined(np.array([0.0, 0.0, -turn])), [0.0, 0.0, -turn])
+    v = shaper.limit_combined(np.array([-back, side, turn]))  # every part saturated: the sum is held to the limit
     parts = np.abs(v) / np.array([back, side, turn])
-    assert parts.sum() == pytest.approx(c.cfg.command_combined_limit + (1 - c.cfg.command_combined_limit) / 9.0)
+    assert parts.sum() == pytest.approx(cfg.command_combined_limit + (1 - cfg.command_combined_limit) / 9.0)
     for _ in range(400):  # the slewed command stays inside the limit all the way
-        c._slew_command(np.array([-0.4, 0.4, 0.8]))
-        assert np.all(np.abs(c.cmd) <= np.abs(v) + 1e-9)
-    np.testing.assert_allclose(c.cmd, v, atol=1e-9)
+        shaper.slew(np.array([-0.4, 0.4, 0.8]))
+        assert np.all(np.abs(shaper.cmd) <= np.abs(v) + 1e-9)
+    np.testing.assert_allclose(shaper.cmd, v, atol=1e-9)
+
+
+def test_command_below_the_dead_band_is_no_command_and_changes_are_slewed():
+    cfg = ControllerConfig()
+    shaper = CommandShaper(cfg)
+    shaper.slew(np.array([0.01, -0.01, 0.04]))
+    assert not shaper.nonzero and np.all(shaper.cmd == 0.0)
+    shaper.slew(np.array([0.3, 0.0, 0.0]))
+    assert shaper.nonzero
+    assert shaper.cmd[0] == pytest.approx(cfg.command_rate[0] * cfg.control_dt)  # one tick's slew, not the jump
 
 
 def test_stride_correction_only_lengthens_and_fades_at_the_forward_limit():
-    c = BuiltinController()
-    assert c._stride_limit(c.cfg.command_limit[0]) == 0.0
-    assert c._stride_limit(0.2) == pytest.approx(c.cfg.stride_adapt_limit * 0.2 * c.cfg.step_time)
+    cfg = ControllerConfig()
+    stride = StrideCorrection(cfg)
+    assert stride.limit(cfg.command_limit[0]) == 0.0
+    assert stride.limit(0.2) == pytest.approx(cfg.stride_adapt_limit * 0.2 * cfg.step_time)
+
+
+# ---------------------------------------------------------------------------------------------------- footsteps
+def _feet(width: float = 0.2, yaw: float = 0.0) -> dict[str, FootPose]:
+    return {"left": FootPose(np.array([0.0, width / 2, 0.0]), yaw),
+            "right": FootPose(np.array([0.0, -width / 2, 0.0]), yaw)}
+
+
+def test_nominal_footholds_advance_by_the_command_and_keep_the_step_width():
+    cfg = ControllerConfig()
+    planner = FootstepPlanner(cfg, StrideCorrection(cfg))
+    feet = _feet(cfg.step_width)
+    nxt = planner.next_foothold(feet["right"], "right", False, np.array([0.2, 0.0, 0.0]))
+    np.testing.assert_allclose(nxt.pos, [0.2 * cfg.step_time, cfg.step_width / 2, 0.0], atol=1e-12)
+    stop = planner.next_foothold(feet["right"], "right", True, np.array([0.2, 0.0, 0.0]))
+    np.testing.assert_allclose(stop.pos, feet["left"].pos, atol=1e-12)  # the stop step closes beside the stance foot
+    # turning left: the left foot opens by two steps' worth of yaw, the right one does not close past the stance foot
+    assert planner.next_foothold(feet["right"], "right", False, np.array([0.0, 0.0, 0.3])).yaw == pytest.approx(
+        2 * 0.3 * cfg.step_time)
+    assert planner.next_foothold(feet["left"], "left", False, np.array([0.0, 0.0, 0.3])).yaw == 0.0
+
+
+def test_footholds_are_kept_reachable_and_clear_of_the_stance_foot():
+    cfg = ControllerConfig()
+    planner = FootstepPlanner(cfg, StrideCorrection(cfg))
+    stance = FootPose(np.zeros(3), 0.0)
+    crossing = planner.constrain("left", stance, FootPose(np.array([1.0, -0.1, 0.0]), 1.0))
+    np.testing.assert_allclose(crossing.pos, [cfg.max_step_length, cfg.min_step_width, 0.0])
+    assert crossing.yaw == pytest.approx(cfg.max_step_yaw)
+
+
+def test_push_recovery_triggers_only_beyond_the_toe_or_heel_line(kin):
+    cfg = ControllerConfig()
+    rec = PushRecovery(cfg, kin.legs["left"].sole_half_length)
+    feet = _feet()
+    half = kin.legs["left"].sole_half_length
+    assert rec.excess(feet, np.array([half - 0.01, 0.0])) == pytest.approx(-0.01)
+    assert rec.excess(feet, np.array([-half - 0.02, 0.0])) == pytest.approx(0.02)
+    assert not rec.triggered(False, feet, np.array([half - 0.01, 0.0]))
+    assert rec.triggered(False, feet, np.array([half + 0.01, 0.0]))
+    assert not rec.triggered(True, feet, np.array([half + 0.01, 0.0]))  # a commanded walk is no push
+    assert rec.start(feet, np.array([half + 0.01, 0.03]), np.zeros(2)) == "left" and rec.recovering
 
 
 def test_turning_in_place_after_fast_forward_walking_does_not_fall():

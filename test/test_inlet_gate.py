@@ -116,6 +116,39 @@ def test_a_stalled_firmware_turns_samples_stale_never_fresh():
     assert out[-1].verdict == FRESH and out[-1].firmware == "fw20"
 
 
+def test_an_answered_sample_is_late_never_stale_however_far_the_firmware_topic_lags():
+    """The plant applied the answer to each sample's own tick (the edge is alive); the firmware states are 10 ticks
+    behind on the wire, as on a loaded machine: nothing goes out as a firmware fault."""
+    p: StatePairing[int, str] = StatePairing(4, max_lag_ticks=5, max_held=100)
+    p.firmware(0, "fw0")
+    out = []
+    for step in range(5, 45):  # ticks 1..10, each stepped with its own answer
+        out += p.plant(step, step, command_tick=driving_tick(step, 4))
+    assert out == [] and p.held == 40
+    out = p.firmware(10, "fw10")
+    assert len(out) == 40 and {o.verdict for o in out} == {FRESH} and out[-1].firmware == "fw10"
+    assert p.stale_frames == 0
+
+
+def test_answered_samples_past_the_bound_leave_fresh_with_the_newest_firmware_known():
+    p: StatePairing[int, str] = StatePairing(4, max_lag_ticks=5, max_held=8)
+    p.firmware(0, "fw0")
+    out = []
+    for step in range(5, 14):
+        out += p.plant(step, step, command_tick=driving_tick(step, 4))
+    assert [o.step for o in out] == list(range(5, 14)) and {o.verdict for o in out} == {FRESH}
+    assert {o.firmware for o in out} == {"fw0"} and p.late_frames == 9 and p.held == 0
+
+
+def test_a_sample_stepped_without_its_answer_is_still_judged_by_lag():
+    p: StatePairing[int, str] = StatePairing(4, max_lag_ticks=5)
+    p.firmware(9, "fw9")
+    verdicts = []
+    for step in range(41, 80):  # the plant's watchdog reused tick 9's answer: the edge did not decide these
+        verdicts += [o.verdict for o in p.plant(step, step, command_tick=9)]
+    assert verdicts and set(verdicts) == {STALE}
+
+
 def test_held_samples_are_bounded():
     p: StatePairing[int, str] = StatePairing(1, max_lag_ticks=1000, max_held=8)
     p.firmware(0, "fw0")

@@ -195,3 +195,42 @@ def test_a_stalled_edge_is_never_reported_as_a_fresh_move(graph):
             frames.close()
         robot.close()
         probe.close()
+
+
+def test_a_starved_sdk_bridge_never_reports_a_live_firmware_as_stalled(graph):
+    """A loaded machine starves the SDK bridge (paused 0.3 s at a time here) while `stand` and `balance` run: it
+    catches up on the plant and firmware topics unevenly, so the firmware part of a frame is late on the wire -- late,
+    not stalled: the plant applied the edge's answer to every one of those ticks. The SDK must never see
+    FIRMWARE_STALL (it reads DAMP + WATCHDOG_TIMEOUT as a latched fault: `stand()` raised RobotFaultedError)."""
+    _restart()
+    bridge = next(p for p in graph.node_pids if "sdk_bridge" in cmdline(p))
+    stale_before = http_json(f"{API}/api/sim/counters")["state_frames_stale_firmware"]
+    stop = threading.Event()
+
+    def starve() -> None:
+        while not stop.is_set():
+            os.kill(bridge, signal.SIGSTOP)
+            try:
+                stop.wait(0.3)
+            finally:
+                os.kill(bridge, signal.SIGCONT)
+            stop.wait(0.4)
+
+    starver = threading.Thread(target=starve, daemon=True)
+    robot = Robot(ConnectionConfig(udp=UdpConfig("127.0.0.1")))
+    robot.connect(timeout=5.0)
+    starver.start()
+    try:
+        robot.stand(timeout=30)
+        robot.balance()
+        wait_for(lambda: http_json(f"{API}/api/sim/firmware")["mode"] == "MOVE", 15, "MOVE")
+        t = time.monotonic()
+        wait_for(lambda: time.monotonic() - t > 3.0 and robot.get_state().mode == Mode.MOVE, 15, "3 s balancing")
+        assert not robot.get_state().faulted
+    finally:
+        stop.set()
+        starver.join()
+        robot.close()
+    counters = http_json(f"{API}/api/sim/counters")
+    assert counters["state_frames_stale_firmware"] == stale_before, counters
+    assert counters["state_frames_held_for_firmware"] > 0  # the starvation did delay firmware parts

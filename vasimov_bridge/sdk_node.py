@@ -184,7 +184,7 @@ class SdkBridgeNode(Node):
             self.last_plant = msg
         if msg.step % self.state_every != 0:
             return
-        for paired in self.pairing.plant(int(msg.step), msg):
+        for paired in self.pairing.plant(int(msg.step), msg, int(msg.command_tick)):
             self._send(paired)
 
     def _send(self, paired: Paired[PlantState, FirmwareState]) -> None:
@@ -337,6 +337,7 @@ class SdkBridgeNode(Node):
             "state_build_errors": self.build_errors,
             "state_frames_stale_firmware": self.pairing.stale_frames,
             "state_frames_held_for_firmware": self.pairing.held_frames,
+            "state_frames_late_firmware": self.pairing.late_frames,
             "datagram_tap_active": self.tap_active,
             "plant_fault": self._fault_json(),
             "firmware": {} if fw is None else dict(zip(fw.counter_names, [int(v) for v in fw.counter_values],

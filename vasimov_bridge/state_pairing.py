@@ -16,6 +16,13 @@ its firmware part in simulated ticks:
   firmware thread stops responding. Until the first firmware state of an epoch arrives (the firmware still
   booting) samples go out without a firmware part, as before: the robot streams DAMP from boot.
 
+The plant says which tick's answer drove each sample (``command_tick``). A sample driven by the answer to its own
+tick proves the edge decided that tick: its firmware part is only late on the wire (the bridge's executor behind on
+a loaded machine, seen lagging 5+ ticks), so it is held however far behind the firmware topic is, and past
+``max_held`` it leaves **fresh** with the newest firmware state known (late, never invented). Judging such samples
+by lag alone reported a live firmware as stalled under load: DAMP + WATCHDOG_TIMEOUT, which the SDK reads as a
+latched fault, so `menlo stand` failed. Only samples the plant stepped without their answer are judged by lag.
+
 Pure: ticks in, decisions out; the node turns decisions into frames. Unit-tested alone.
 """
 
@@ -57,6 +64,7 @@ class StatePairing[P, F]:
         self._held: deque[tuple[int, P]] = deque()
         self.stale_frames = 0  # cumulative (not reset with the epoch): samples sent as firmware faults
         self.held_frames = 0  # cumulative: samples that waited for their firmware part
+        self.late_frames = 0  # cumulative: answered samples sent past max_held with the newest firmware known
 
     def reset(self) -> None:
         self._history.clear()
@@ -81,12 +89,24 @@ class StatePairing[P, F]:
             out.append(self._fresh(step, sample))
         return out
 
-    def plant(self, step: int, sample: P) -> list[Paired[P, F]]:
-        """A plant sample: returns what may be sent now (possibly older held samples first, or nothing)."""
+    def plant(self, step: int, sample: P, command_tick: int | None = None) -> list[Paired[P, F]]:
+        """A plant sample: returns what may be sent now (possibly older held samples first, or nothing).
+
+        ``command_tick``: the tick whose answer the plant applied for this step (None: unknown; -1: none)."""
         need = driving_tick(step, self.decimation)
         newest = self.newest_tick
         if need < 0 or newest is None or (need <= newest and not self._held):
             return [self._fresh(step, sample)]  # boot (no firmware part yet in this epoch) or fresh
+        if command_tick is not None and command_tick >= need:  # the edge decided this tick: its state is in the mail
+            if len(self._held) < self.max_held:
+                self._held.append((step, sample))
+                self.held_frames += 1
+                return []
+            out = [self._fresh(s, p) for s, p in self._held]
+            self._held.clear()
+            out.append(self._fresh(step, sample))
+            self.late_frames += len(out)
+            return out
         if need - newest > self.max_lag_ticks or len(self._held) >= self.max_held:
             out = [self._stale(s, p) for s, p in self._held]
             self._held.clear()

@@ -129,6 +129,7 @@ class PlantNode(Node):
         self.physics_faults = 0
         self.cond = threading.Condition(self.lock)  # the physics thread waits on it for tick k's answer
         self.latest: Answer | None = None  # real time: the newest valid answer of this life
+        self.applied_tick = -1  # the tick whose answer drives the current control period (PlantState.command_tick)
         self.pacer: Pacer | None = None  # real time: created by start_realtime()
         self.awaiting_tick: int | None = None
         self.awaiting_since = 0.0
@@ -193,6 +194,7 @@ class PlantNode(Node):
         m.step = snap.step
         m.tick = snap.step // self.decimation
         m.control_tick = snap.control_tick
+        m.command_tick = self.applied_tick
         m.epoch = self.epoch
         m.position = s.q
         m.velocity = s.qd
@@ -288,6 +290,7 @@ class PlantNode(Node):
                                       f"(waiting for {self.awaiting_tick})")
             return
         self.awaiting_tick = None
+        self.applied_tick = int(msg.tick)
         self._apply(targets, msg.gantry_engaged, msg.gantry_lowering)
         self._advance_control_period()
 
@@ -328,6 +331,7 @@ class PlantNode(Node):
         self.held_steps = 0
         self.fault = None
         self.latest = None
+        self.applied_tick = -1
         self._apply_damping()
         self._publish_step(control_tick=True)  # the new life's tick 0, for the edge to answer
         if self.lockstep:
@@ -478,6 +482,7 @@ class PlantNode(Node):
                     return
                 pacer.started(time.monotonic(), answered)
                 if answered:
+                    self.applied_tick = tick
                     self._apply(self.latest.targets, self.latest.gantry_engaged, self.latest.gantry_lowering)
                 else:
                     self._watchdog(tick)
@@ -507,12 +512,14 @@ class PlantNode(Node):
         """A tick stepped without its answer (a participant silent for answer_timeout): the last command while it
         is younger than command_timeout, then pure damping."""
         last = self.latest
+        self.applied_tick = -1 if last is None else last.tick
         if last is None:
             self._apply_damping()
             return
         age = (tick - last.tick) * self.control_period
         if age > self.p["command_timeout"]:
             self.stale_count += 1
+            self.applied_tick = -1
             self._apply_damping()
             self.log_limited("stale", f"motor command is {age:.3f} s old (limit {self.p['command_timeout']} s): "
                                       "damping all joints")
