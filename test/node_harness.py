@@ -161,6 +161,7 @@ def plant_state(step: int, *, epoch: int = 0, decimation: int = 4, dt: float = 0
     m.step = step
     m.tick = step // decimation
     m.control_tick = step % decimation == 0
+    m.command_tick = -(-step // decimation) - 1  # the tick whose answer drove this step (-1 for the boot step)
     m.epoch = epoch
     n = joints.NUM_JOINTS
     m.position = [float(v) for v in (joints.DEFAULT_POS if position is None else position)]

@@ -121,6 +121,10 @@ def test_motor_command_in_sensors_and_truth_out(plant):
     states = wait_for(lambda: len(with_feedforward()) > 40 and with_feedforward(), 30, "states the command drives")
     for m in states:
         np.testing.assert_allclose(m.effort, FEEDFORWARD, atol=1e-9, err_msg=f"effort at step {m.step}")
+        # the answer to tick k drives steps 4k+1 .. 4k+4; an older tick or -1 only when a step went unanswered
+        assert -1 <= m.command_tick <= -(-m.step // DECIMATION) - 1, (m.step, m.command_tick)
+    answered = [m for m in states if m.command_tick == -(-m.step // DECIMATION) - 1]
+    assert len(answered) > 0.8 * len(states), "most steps are driven by the answer to their own tick"
 
     # stamps: simulated time of the step, one step apart, no gaps or repeats, epoch 0 of a fresh plant
     all_states = probe.all(topics.PLANT_STATE)
