@@ -9,9 +9,7 @@ that nothing was left behind.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import re
 import signal
 import subprocess
@@ -22,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from harness import ROOT, VENV_BIN, child_pids, graph_env, next_domain_id, pid_alive, wait_for
+from harness import ROOT, VENV_BIN, child_pids, graph_env, next_domain_id, pid_alive, stop_process, wait_for
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from rosprobe import RosProbe
@@ -95,17 +93,7 @@ class LoneNode:
         """Ctrl-C, as a user or `ros2 launch` stops it; killed (and the test failed) if it does not exit in time."""
         if self.proc.poll() is None:
             self.pids.update(child_pids(self.proc.pid))
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                for pid in [*child_pids(self.proc.pid), self.proc.pid]:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                self.proc.wait()
-                raise AssertionError(f"{self.executable} did not stop within {timeout} s:\n"
-                                     f"{self.output()[-3000:]}") from None
-        return self.proc.returncode
+        return stop_process(self.proc, signal.SIGINT, timeout, self.executable, self.output)
 
     def leftovers(self) -> list[int]:
         return sorted(p for p in self.pids if pid_alive(p))

@@ -11,14 +11,13 @@ import json
 import math
 import re
 import socket
-import threading
 import urllib.error
 import urllib.request
 from typing import Any
 
 import numpy as np
 import pytest
-from harness import wait_for
+from harness import UdpListener, wait_for
 from menlo.asimov import Mode
 from menlo.asimov._command import ModeCommand, Velocity
 from menlo.asimov.transport._wire import decode_state, encode_command
@@ -49,42 +48,9 @@ def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
         return exc.code, json.loads(exc.read())
 
 
-class StateReceiver:
-    """The SDK's side of :8851: every RobotState datagram, decoded by menlo-sdk."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((HOST, 0))
-        self.sock.settimeout(0.1)
-        self.port = self.sock.getsockname()[1]
-        self.frames: list[Any] = []
-        self.lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                data = self.sock.recv(65536)
-            except TimeoutError:
-                continue
-            with self.lock:
-                self.frames.append(decode_state(data))
-
-    def all(self) -> list[Any]:
-        with self.lock:
-            return list(self.frames)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sock.close()
-
-
 @pytest.fixture
 def bridge(node_factory):
-    receiver = StateReceiver()
+    receiver = UdpListener(decode_state)  # the SDK's own decoder
     node = node_factory("sdk_bridge_node", {"lockstep": False, "command_port": 0, "http_port": 0,
                                             "state_port": receiver.port, "robot_os_version": "0.2.7"},
                         config="sdk_bridge")
