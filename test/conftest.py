@@ -8,6 +8,7 @@ from hypothesis import settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Graph
+from node_harness import LoneNode
 
 # Property tests check values, not speed: on a loaded 2-core machine one example can take far past hypothesis's
 # 200 ms default deadline, which then fails a correct test as "unreliable timings".
@@ -43,6 +44,10 @@ def pytest_runtest_makereport(item, call):
         for g in Graph.instances:
             if g.proc.poll() is None:
                 report.sections.append((f"graph log (pid {g.proc.pid}, domain {g.domain})", g.output()[-6000:]))
+        for n in LoneNode.instances:
+            if n.proc.poll() is None:
+                report.sections.append((f"{n.executable} log (pid {n.proc.pid}, domain {n.domain})",
+                                        n.output()[-6000:]))
 
 
 @pytest.fixture
@@ -64,6 +69,24 @@ def graph_factory():
     for g in graphs:
         g.stop()
         assert g.leftovers() == [], f"processes left behind: {g.leftovers()}"
+
+
+@pytest.fixture
+def node_factory():
+    """Start single nodes with `node_factory(executable, params, config=...)` (node_harness.LoneNode); every one is
+    stopped with Ctrl-C, must exit 0, and is checked for processes left behind."""
+    nodes: list[LoneNode] = []
+
+    def make(*args, **kw) -> LoneNode:
+        n = LoneNode(*args, **kw)
+        nodes.append(n)
+        return n
+
+    yield make
+    codes = {n.executable: n.stop() for n in nodes}
+    for n in nodes:
+        assert n.leftovers() == [], f"{n.executable}: processes left behind: {n.leftovers()}"
+    assert all(c == 0 for c in codes.values()), f"exit codes after Ctrl-C: {codes}"
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -101,19 +102,63 @@ class Graph:
     def stop(self, sig: int = signal.SIGINT, timeout: float = 30.0) -> int:
         if self.proc.poll() is None:
             self.node_pids = child_pids(self.proc.pid) or self.node_pids
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                for pid in [*child_pids(self.proc.pid), self.proc.pid]:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                self.proc.wait()
-                raise AssertionError(f"graph did not stop within {timeout} s:\n{self.output()[-3000:]}") from None
-        return self.proc.returncode
+        return stop_process(self.proc, sig, timeout, "graph", self.output)
 
     def leftovers(self) -> list[int]:
         return [p for p in self.node_pids if pid_alive(p)]
+
+
+def stop_process(proc: subprocess.Popen[bytes], sig: int, timeout: float, what: str,
+                 output: Callable[[], str]) -> int:
+    """Send `sig` and wait; a process (and its descendants) still running after `timeout` is killed and the test
+    fails with the tail of its `output()`."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for pid in [*child_pids(proc.pid), proc.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            proc.wait()
+            raise AssertionError(f"{what} did not stop within {timeout} s:\n{output()[-3000:]}") from None
+    return proc.returncode
+
+
+class UdpListener:
+    """A UDP socket on 127.0.0.1 (any free port, `.port`) that keeps every datagram it receives, each passed through
+    `decode` (bytes by default), in a thread: the SDK's side of the state stream."""
+
+    def __init__(self, decode: Callable[[bytes], Any] = bytes) -> None:
+        self.decode = decode
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.port = int(self.sock.getsockname()[1])
+        self._items: list[Any] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            item = self.decode(data)
+            with self._lock:
+                self._items.append(item)
+
+    def all(self) -> list[Any]:
+        with self._lock:
+            return list(self._items)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sock.close()
 
 
 def http_json(url: str, data: dict | None = None, timeout: float = 5.0) -> Any:

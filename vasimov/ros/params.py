@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rclpy.exceptions import ParameterException
 
 from vasimov.control_rate import CONTROL_DECIMATION, PHYSICS_DT
 
@@ -46,6 +47,16 @@ class ParamSpec:
                                                              step=0.0)]
         return d
 
+    def rule(self) -> str:
+        """What a valid value looks like, for messages that reject one."""
+        kind = {ParameterType.PARAMETER_BOOL: "true or false", ParameterType.PARAMETER_INTEGER: "an integer",
+                ParameterType.PARAMETER_DOUBLE: "a number", ParameterType.PARAMETER_STRING: "a string"}[self.ros_type]
+        if self.choices:
+            return f"one of {self.choices}"
+        if self.min is not None and self.max is not None:
+            return f"{kind} in [{self.min}, {self.max}]"
+        return kind
+
     def validate(self, value: Any) -> str | None:
         """None if acceptable, else a message saying what would have been valid."""
         if self.choices and value not in self.choices:
@@ -72,11 +83,16 @@ def declare(node: Any, specs: tuple[ParamSpec, ...]) -> dict[str, Any]:
     """Declare all specs on an rclpy node, validate the values it was given, and return them as a dict.
 
     A value outside its bounds or choices is a configuration error: raise with the rule that was broken, so the
-    node exits at start-up with a clear message instead of running with something nobody asked for.
+    node exits at start-up with a clear message instead of running with something nobody asked for. rclpy checks
+    a given value against the descriptor (type, range) itself and raises its own exceptions; those become the same
+    ValueError, or a node would die with a traceback and exit code 1 on `-p seed:=-1`.
     """
     values: dict[str, Any] = {}
     for spec in specs:
-        param = node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        try:
+            param = node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        except ParameterException as exc:
+            raise ValueError(f"invalid parameter: {spec.name} must be {spec.rule()} ({exc})") from exc
         value = param.value
         problem = spec.validate(value)
         if problem:

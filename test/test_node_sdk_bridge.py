@@ -1,0 +1,175 @@
+"""The SDK bridge node alone, in real time, with the test as its plant and firmware and as the SDK on the wire.
+
+Plant and firmware states in, RobotState datagrams out (decoded with the SDK's own decoder, menlo-sdk over
+asimov-protocol); SDK command datagrams (encoded with the SDK's own encoder) in, /vasimov/command out; the HTTP API
+(`/api/version`, `/api/sim/*`) answering from the states and asking the plant through /vasimov/sim/control.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import socket
+import urllib.error
+import urllib.request
+from typing import Any
+
+import numpy as np
+import pytest
+from harness import UdpListener, wait_for
+from menlo.asimov import Mode
+from menlo.asimov._command import ModeCommand, Velocity
+from menlo.asimov.transport._wire import decode_state, encode_command
+from node_harness import TEMPERATURES, FakeRobot, Repeater, publishers_matched, run_to_exit
+from rosprobe import RosProbe
+from vasimov_msgs.msg import PlantFault, SimControl
+from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
+
+from vasimov import joints, motor_space
+from vasimov.ros import qos, topics
+
+pytestmark = pytest.mark.node
+
+DT = 0.005
+DECIMATION = 4
+HOST = "127.0.0.1"
+READY = re.compile(r"SDK bridge ready: commands on udp \('127\.0\.0\.1', (\d+)\).* http on \('127\.0\.0\.1', (\d+)\)")
+ANKLE_SLOTS = {i for pair in joints.ANKLE_PAIRS for i in pair}
+
+
+def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.fixture
+def bridge(node_factory):
+    receiver = UdpListener(decode_state)  # the SDK's own decoder
+    node = node_factory("sdk_bridge_node", {"lockstep": False, "command_port": 0, "http_port": 0,
+                                            "state_port": receiver.port, "robot_os_version": "0.2.7"},
+                        config="sdk_bridge")
+    probe = RosProbe(node.domain)
+    try:
+        m = node.wait_log(READY.pattern)
+        yield node, probe, receiver, int(m.group(1)), f"http://{HOST}:{m.group(2)}"
+    finally:
+        probe.close()
+        receiver.close()
+
+
+def test_states_in_sdk_frames_out(bridge):
+    _node, probe, receiver, _cmd_port, api = bridge
+    fake = FakeRobot(probe)
+    wait_for(lambda: publishers_matched(fake.states, fake.firmware, fake.odom), 40, "the bridge's topics to match")
+    with Repeater(fake.publish_once):
+        frames = wait_for(lambda: len(f := receiver.all()) >= 40 and f, 30, "40 state frames")
+        seqs = [f.sequence for f in frames]
+        assert seqs == list(range(1, len(seqs) + 1)), "one frame per plant state, sequence from 1"
+        for f in frames:
+            step = round(f.fw_timestamp_us / (DT * 1e6))
+            assert f.fw_timestamp_us == step * 5000, "firmware timestamp = simulated time of the sample (us)"
+            sent = fake.sent[(0, step)]
+            assert f.mode == Mode.STAND and f.error_flags == 2
+            pos = [j.pos for j in f.joints]
+            expected = motor_space.joint_to_state(sent.position)
+            for i in range(joints.NUM_JOINTS):
+                if i not in ANKLE_SLOTS:
+                    assert pos[i] == np.float32(sent.position[i]), f"joint {i} in firmware order, unchanged"
+            np.testing.assert_allclose(pos, expected, atol=1e-6, err_msg="ankle pairs in motor space (float32)")
+            assert [j.temp for j in f.joints] == TEMPERATURES
+            assert f.gyro == pytest.approx((0.1, -0.2, 0.3), abs=1e-7) and f.quat == (1.0, 0.0, 0.0, 0.0)
+            assert f.gravity == (0.0, 0.0, -1.0)
+            assert [(a.id, a.severity, a.value, a.threshold, a.first_set_us) for a in f.alerts] == [(0, 1, 7, 5, 1000)]
+
+        # the HTTP side reads the same states
+        status, version = http("GET", f"{api}/api/version")
+        assert status == 200 and version == {"robot_model": "asimov_1", "robot_os_version": "0.2.7"}
+        status, fw = http("GET", f"{api}/api/sim/firmware")
+        assert status == 200 and (fw["mode"], fw["armed"], fw["control_source"]) == ("STAND", True, "UDP")
+        assert fw["alerts"] == [{"id": 0, "name": "test", "severity": 1}] and fw["plant_fault"] is None
+        status, truth = http("GET", f"{api}/api/sim/truth")
+        assert status == 200 and truth["base_pos"] == [1.0, 2.0, 0.7] and truth["epoch"] == 0
+        np.testing.assert_allclose(truth["base_lin_vel"], [0.0, 0.5, 0.0], atol=1e-12,
+                                   err_msg="pelvis-frame twist -> world frame")
+        assert truth["base_yaw"] == pytest.approx(math.pi / 2)
+
+        # a virtual restart: the stream starts again (sequence and firmware clock from the new life's start)
+        fake.restart()
+        restarted = wait_for(lambda: [f for f in receiver.all() if f.fw_timestamp_us <= 20_000 and
+                                      f.sequence <= 4 and f.received_at > frames[-1].received_at], 20,
+                             "the new life's first frames")
+        assert restarted[0].sequence == 1 and restarted[0].fw_timestamp_us == 5000
+
+
+def test_sdk_commands_in_robot_commands_out_and_sim_requests(bridge):
+    node, probe, _receiver, cmd_port, api = bridge
+    subs = [probe.subscribe(topics.ROBOT_COMMAND, RobotCommandMsg, qos.COMMANDS),
+            probe.subscribe(topics.SIM_CONTROL, SimControl, qos.COMMANDS)]
+    fault = probe.publisher(topics.PLANT_FAULT, PlantFault, qos.LATCHED)
+    wait_for(lambda: publishers_matched(*subs), 40, "the bridge's command topics to match")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sdk:
+        # the probe's reader sees the bridge's writer before that writer may have matched the reader (a volatile
+        # message published in between is lost), so STAND is sent until one arrives, as an SDK's retry would
+        sequence = iter(range(1, 1000))
+
+        def stand_arrived() -> bool:
+            if probe.count(topics.ROBOT_COMMAND):
+                return True
+            sdk.sendto(encode_command(ModeCommand("stand"), next(sequence)), (HOST, cmd_port))
+            return False
+
+        wait_for(stand_arrived, 20, "a STAND on /vasimov/command", poll=0.2)
+        sdk.sendto(encode_command(Velocity(0.2, -0.1, 0.3), 1000), (HOST, cmd_port))
+        sdk.sendto(b"\xff\x00 not a protobuf", (HOST, cmd_port))
+        wait_for(lambda: any(m.kind == RobotCommandMsg.KIND_VELOCITY for m in probe.all(topics.ROBOT_COMMAND)), 20,
+                 "the velocity command")
+        got = probe.all(topics.ROBOT_COMMAND)
+        stand, velocity = got[0], got[-1]
+        assert (stand.source, stand.kind) == (RobotCommandMsg.SOURCE_UDP, RobotCommandMsg.KIND_STAND)
+        assert all(m.kind == RobotCommandMsg.KIND_STAND for m in got[:-1])
+        assert (velocity.source, velocity.kind, velocity.sequence) == (RobotCommandMsg.SOURCE_UDP,
+                                                                       RobotCommandMsg.KIND_VELOCITY, 1000)
+        assert (velocity.vx, velocity.vy, velocity.vyaw) == pytest.approx((0.2, -0.1, 0.3))
+
+        def rejected() -> int:
+            return sum(http("GET", f"{api}/api/sim/counters")[1]["udp_rejections"].values())
+
+        wait_for(lambda: rejected() == 1, 20, "the garbage datagram counted")
+    assert probe.last(topics.ROBOT_COMMAND).kind == RobotCommandMsg.KIND_VELOCITY, "garbage reached the graph"
+
+    # simulator requests become sim-control messages for the plant; bad ones are answered with the rule broken
+    status, reply = http("POST", f"{api}/api/sim/push", {"body": "pelvis_link", "force": [30, 0, -5],
+                                                         "duration": 0.2})
+    assert status == 202 and reply["pushing"], reply
+    status, reply = http("POST", f"{api}/api/sim/push", {"body": "tail_link", "force": [30, 0, 0], "duration": 0.2})
+    assert status == 404 and "pelvis_link" in json.dumps(reply), reply
+    status, reply = http("POST", f"{api}/api/sim/push", {"body": "pelvis_link", "force": [1e4, 0, 0],
+                                                         "duration": 0.2})
+    assert status == 400, reply
+    status, _ = http("POST", f"{api}/api/sim/restart", {})
+    assert status == 202
+    sims = wait_for(lambda: len(m := probe.all(topics.SIM_CONTROL)) >= 2 and m, 20, "two sim-control messages")
+    push, restart = sims
+    assert (push.action, push.body, list(push.force), push.duration) == (SimControl.ACTION_PUSH, "pelvis_link",
+                                                                       [30.0, 0.0, -5.0], 0.2)
+    assert restart.action == SimControl.ACTION_RESTART
+
+    # a physics fault of this life: pushes and injections are refused (409) until a restart
+    fault.publish(PlantFault(step=12, kind="non_finite", message="qpos is NaN", epoch=0))
+    wait_for(lambda: http("GET", f"{api}/api/sim/counters")[1]["plant_fault"], 20, "the fault in the counters")
+    status, reply = http("POST", f"{api}/api/sim/inject", {"fault": "non_finite"})
+    assert status == 409 and "non_finite" in json.dumps(reply), reply
+    assert probe.count(topics.SIM_CONTROL) == 2
+    node.wait_log(r"plant fault in life 0: non_finite: qpos is NaN", 10)
+
+
+def test_state_rate_must_divide_the_physics_rate():
+    code, out = run_to_exit("sdk_bridge_node", {"state_rate_hz": 150.0, "command_port": 0, "http_port": 0})
+    assert code == 2, out[-2000:]
+    assert "sdk_bridge: cannot start: state_rate_hz=150.0 must divide the physics rate 200 Hz" in out, out[-2000:]
