@@ -169,6 +169,21 @@ def test_sdk_commands_in_robot_commands_out_and_sim_requests(bridge):
     node.wait_log(r"plant fault in life 0: non_finite: qpos is NaN", 10)
 
 
+def test_a_command_sent_before_the_firmware_reads_is_delivered_once_it_does(bridge):
+    """`menlo stand` typed the moment the bridge answers: the firmware's reader has not matched the command writer yet.
+    The one STAND (no SDK retry here) waits in the bridge and arrives, in order with what follows, once it has."""
+    _node, probe, _receiver, cmd_port, api = bridge
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sdk:
+        sdk.sendto(encode_command(ModeCommand("stand"), 1), (HOST, cmd_port))
+        sdk.sendto(encode_command(Velocity(0.1, 0.0, 0.0), 2), (HOST, cmd_port))
+        wait_for(lambda: http("GET", f"{api}/api/sim/counters")[1]["commands_held_until_firmware_matched"] == 2, 20,
+                 "both commands held while nobody reads them")
+        probe.subscribe(topics.ROBOT_COMMAND, RobotCommandMsg, qos.COMMANDS)  # the firmware arrives
+        got = wait_for(lambda: len(m := probe.all(topics.ROBOT_COMMAND)) >= 2 and m, 20, "the held commands")
+    assert [(m.kind, m.sequence) for m in got] == [(RobotCommandMsg.KIND_STAND, 1), (RobotCommandMsg.KIND_VELOCITY, 2)]
+    assert http("GET", f"{api}/api/sim/counters")[1]["commands_dropped_before_firmware_matched"] == 0
+
+
 def test_state_rate_must_divide_the_physics_rate():
     code, out = run_to_exit("sdk_bridge_node", {"state_rate_hz": 150.0, "command_port": 0, "http_port": 0})
     assert code == 2, out[-2000:]
