@@ -13,10 +13,9 @@ import json
 import re
 import subprocess
 import tempfile
-import threading
 
 import pytest
-from harness import ROOT, VENV_BIN, Graph, http_json, http_json_when_ready, wait_for
+from harness import ROOT, VENV_BIN, Graph, TwinSampler, http_json, http_json_when_ready, wait_for
 
 pytestmark = pytest.mark.graph
 API = "http://127.0.0.1:3000"
@@ -39,26 +38,6 @@ def run_block(block: str, home: str) -> subprocess.CompletedProcess[str]:
                           env={"HOME": home, "PATH": f"{VENV_BIN}:/usr/bin:/bin", "NO_COLOR": "1", "TERM": "dumb"})
 
 
-class Sampler(threading.Thread):
-    """Ground truth and firmware state at ~20 Hz until stopped (bounded by the test's own waits)."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.rows: list[dict] = []
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            try:
-                truth = http_json(f"{API}/api/sim/truth")
-                fw = http_json(f"{API}/api/sim/firmware")
-                self.rows.append({"epoch": truth["epoch"], "x": truth["base_pos"][0], "z": truth["base_pos"][2],
-                                  "mode": fw["mode"], "flags": fw["error_flags"], "t": truth["sim_time"]})
-            except OSError:
-                pass
-            self.halt.wait(0.05)
-
-
 def test_the_readme_commands_stand_balance_and_walk_the_robot_every_time():
     flow, sim_api = readme_blocks()
     assert "menlo stand -y && " in flow and "menlo walk" in flow
@@ -68,7 +47,7 @@ def test_the_readme_commands_stand_balance_and_walk_the_robot_every_time():
         wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 60, "graph start")
         for trial in range(TRIALS):
             epoch0 = int(http_json_when_ready(f"{API}/api/sim/truth")["epoch"])
-            sampler = Sampler()
+            sampler = TwinSampler()
             sampler.start()
             with tempfile.TemporaryDirectory(prefix="menlo-home-") as home:
                 r = run_block(flow, home)

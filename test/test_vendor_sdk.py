@@ -31,7 +31,7 @@ from pathlib import Path
 
 import menlo
 import pytest
-from harness import ROOT, Graph, http_json, http_json_when_ready, wait_for
+from harness import ROOT, Graph, TwinSampler, http_json, http_json_when_ready, wait_for
 from harness import sim_firmware as _firmware
 from harness import sim_truth_or_none as _truth_or_none
 
@@ -289,17 +289,20 @@ def test_stand_balance_walk_stream_rest_damp_in_the_documented_order(twin, examp
     out = examples.run("balance.py")
     assert "robot mode MOVE, balancing in place" in out
     twin.check("balance.py", modes=("MOVE",))
-    start = _truth()
-    out = examples.run("walk.py")
+    with TwinSampler() as sampler:
+        out = examples.run("walk.py")
     assert "robot mode MOVE, balancing in place" in out
     twin.check("walk.py", modes=("MOVE",))
-    end = _truth()
-    dx, dy = end["base_pos"][0] - start["base_pos"][0], end["base_pos"][1] - start["base_pos"][1]
-    forward = dx * math.cos(start["base_yaw"]) + dy * math.sin(start["base_yaw"])
-    print(f"walk.py: {forward:+.3f} m forward")
     # VX 0.3 m/s for DURATION_S 3 s of wall time: ~0.7 m at a real-time factor of 1. A busy machine slows simulated
-    # time (the twin never drops a control tick), so 3 wall seconds can hold less walking; the floor allows for that.
-    assert forward > 0.5
+    # time (the twin never drops a control tick), so 3 wall seconds can hold less simulated walking: judge the speed
+    # over the simulated time the firmware held the walk command, which the load cannot change.
+    walking = [r for r in sampler.rows if r["velocity_command"][0] > 0.0]
+    assert len(walking) >= 2 and walking[-1]["t"] - walking[0]["t"] >= 0.5, sampler.rows[-5:]
+    first, last = walking[0], walking[-1]
+    forward = (last["x"] - first["x"]) * math.cos(first["yaw"]) + (last["y"] - first["y"]) * math.sin(first["yaw"])
+    speed = forward / (last["t"] - first["t"])
+    print(f"walk.py: {forward:+.3f} m forward in {last['t'] - first['t']:.2f} s simulated ({speed:.2f} m/s)")
+    assert speed > 0.15  # the built-in controller tracks 0.3 m/s at ~0.2-0.25 from a standstill (README)
     out = examples.run("stream_velocity.py")
     assert re.search(r"sent \d+ packets in 2 s; robot mode MOVE", out)
     twin.check("stream_velocity.py", modes=("MOVE",))

@@ -47,6 +47,7 @@ from vasimov.cpu_priority import renice_all_threads
 from vasimov.frames import rotate
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
+from vasimov.ros.command_outbox import CommandOutbox
 from vasimov.ros.convert import from_stamp
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
@@ -294,7 +295,8 @@ class BinaryStreamNode(Node):
         self.accepted = 0
         self.build_errors = 0
 
-        self.pub_cmd = self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
+        self.commands = CommandOutbox(
+            self, self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS), self.log_limited)
         # PLANT_STATE (every physics step), not PLANT_TICK (control ticks only): the freshest state to sample.
         self.sampler = _NewestSampler(self.context, "binary_stream_sampler", {
             topics.PLANT_STATE: PlantState, topics.FIRMWARE_STATE: FirmwareState, topics.ODOM_TRUTH: Odometry})
@@ -363,7 +365,7 @@ class BinaryStreamNode(Node):
         plant = self.plant
         if plant is not None:
             m.stamp = plant.stamp
-        self.pub_cmd.publish(m)
+        self.commands.publish(m)
 
 
 def main(args: list[str] | None = None) -> int:

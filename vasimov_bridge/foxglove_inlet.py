@@ -20,6 +20,7 @@ from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 from vasimov.commands import DampCommand, Rejection, RobotCommand, VelocityCommand
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
+from vasimov.ros.command_outbox import CommandOutbox
 from vasimov_bridge import foxglove_teleop
 from vasimov_bridge.inlet_gate import CommandGate, GateConfig, SourceBudgets
 
@@ -31,8 +32,10 @@ class TeleopInlet:
         self.node = node  # p, count, log_limited, get_logger, server, sim_ns()
         p = node.p
         self.limits = foxglove_teleop.TeleopLimits(p["teleop_max_linear"], p["teleop_max_angular"])
-        self.pub_twist = node.create_publisher(Twist, topics.CMD_VEL, qos.COMMANDS)
-        self.pub_cmd = node.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
+        self.pub_twist = CommandOutbox(node, node.create_publisher(Twist, topics.CMD_VEL, qos.COMMANDS),
+                                       node.log_limited)
+        self.pub_cmd = CommandOutbox(node, node.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS),
+                                     node.log_limited)
         # teleop floods are shed here, before the graph: raw budget per client, then the command gate
         self.reads = SourceBudgets(p["teleop_max_messages_per_s"], max(1.0, p["teleop_max_messages_per_s"] / 4))
         self.gate = CommandGate(GateConfig(rate_per_source=p["teleop_max_commands_per_s"],

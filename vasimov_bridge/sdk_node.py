@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
-from collections import deque
 from functools import cache
 from typing import Any
 
@@ -39,6 +38,7 @@ from vasimov.model.urdf import link_names
 from vasimov.motor_current import motor_current, torque_constant
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
+from vasimov.ros.command_outbox import CommandOutbox
 from vasimov.ros.convert import from_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
@@ -56,9 +56,6 @@ STALE_ERROR_FLAGS = latched_flags(ALERT_FIRMWARE_STALL)
 def robot_bodies() -> frozenset[str]:
     """The bodies a push may name: the robot's links (= the plant's MuJoCo bodies)."""
     return frozenset(link_names())
-
-#: commands kept while no firmware reader has matched the command writer yet (a second of an SDK's keepalive, 10x)
-MAX_UNMATCHED_COMMANDS = 100
 
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
@@ -116,14 +113,9 @@ class SdkBridgeNode(Node):
         self.tap_active = False  # someone subscribes to the datagram copies
         self.torque_constant = torque_constant()  # the same assumed k_t the firmware's thermal model heats with
 
-        self.pub_cmd = self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS)
-        # Commands that arrive before the firmware's reader has matched this writer (a client typing `menlo stand`
-        # the moment the bridge answers) would be published into the void: they wait here, in order, bounded.
-        self.unmatched: deque[RobotCommandMsg] = deque()
-        self.unmatched_held = 0
-        self.unmatched_dropped = 0
         self.log_limited = RateLimitedLog(self.get_logger().warning)
-        self.create_timer(0.02, self._flush_unmatched, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.commands = CommandOutbox(
+            self, self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS), self.log_limited)
         self.pub_sim = self.create_publisher(SimControl, topics.SIM_CONTROL, qos.COMMANDS)
         self.pub_dgram = (self.create_publisher(SdkDatagram, topics.SDK_DATAGRAMS, qos.STATE_STREAM)
                           if self.p["record_datagrams"] else None)
@@ -262,26 +254,7 @@ class SdkBridgeNode(Node):
         plant = self.last_plant
         if plant is not None:
             m.stamp = plant.stamp
-        with self.lock:
-            if self.unmatched or self.pub_cmd.get_subscription_count() == 0:
-                if len(self.unmatched) >= MAX_UNMATCHED_COMMANDS:
-                    self.unmatched.popleft()
-                    self.unmatched_dropped += 1
-                    self.log_limited("unmatched", f"no firmware reading commands yet: {self.unmatched_dropped} "
-                                                  "oldest waiting commands dropped")
-                self.unmatched.append(m)
-                self.unmatched_held += 1
-                return
-        self.pub_cmd.publish(m)
-
-    def _flush_unmatched(self) -> None:
-        """Publish the waiting commands, in order, once the firmware's reader has matched (executor thread)."""
-        if not self.unmatched or self.pub_cmd.get_subscription_count() == 0:
-            return
-        with self.lock:
-            waiting, self.unmatched = list(self.unmatched), deque()
-            for m in waiting:  # under the lock: a command arriving meanwhile queues behind these, order kept
-                self.pub_cmd.publish(m)
+        self.commands.publish(m)
 
     def on_datagram(self, direction: str, peer: Any, data: bytes) -> None:
         if not self.tap_active:
@@ -367,8 +340,8 @@ class SdkBridgeNode(Node):
             "state_frames_sent": int(self.sequence),
             "state_build_errors": self.build_errors,
             "state_frames_stale_firmware": self.pairing.stale_frames,
-            "commands_held_until_firmware_matched": self.unmatched_held,
-            "commands_dropped_before_firmware_matched": self.unmatched_dropped,
+            "commands_held_until_firmware_matched": self.commands.held,
+            "commands_dropped_before_firmware_matched": self.commands.dropped,
             "state_frames_held_for_firmware": self.pairing.held_frames,
             "state_frames_late_firmware": self.pairing.late_frames,
             "datagram_tap_active": self.tap_active,
