@@ -89,11 +89,13 @@ class Impairment:
     def __post_init__(self) -> None:
         for f in fields(self):
             object.__setattr__(self, f.name, check_field(f.name, getattr(self, f.name)))
+        # computed once: the lane asks for every datagram
+        object.__setattr__(self, "_active", any(getattr(self, f.name) != 0.0 for f in fields(self)))
 
     @property
     def active(self) -> bool:
         """Whether this impairs anything (a perfect link takes the lane's direct path)."""
-        return any(getattr(self, f.name) != 0.0 for f in fields(self))
+        return self._active  # type: ignore[attr-defined]
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
