@@ -12,6 +12,8 @@
 * HTTP :3000: `/api/version` for the SDK's target check, and the simulator's own endpoints under `/api/sim/`.
   Push and inject answer 409 while the plant is faulted (a physics divergence holds until a restart).
 * `/vasimov/sdk/datagrams` carries copies of the datagrams only while someone subscribes (a recorder).
+* Link impairment (off by default): `link_*` parameters at start, `GET`/`POST /api/sim/link` at run time
+  (`sim_link`); changes are logged and published latched on `/vasimov/sim/link`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
+from std_msgs.msg import String
 from vasimov_msgs.msg import FirmwareState, PlantFault, PlantState, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
@@ -45,6 +48,7 @@ from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
 from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response, parse_push
+from vasimov_bridge.sim_link import LinkControl, link_params, settings_from_params
 from vasimov_bridge.state_pairing import FRESH, Paired, StatePairing
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
 
@@ -76,6 +80,7 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("lockstep_batch_period", 0.005, "Lockstep only: wall seconds the bridge lets state messages gather "
               "between takes (lockstep time has no wall-clock meaning, so the stream may leave in bursts; one "
               "wake-up per batch frees CPU for the loop). Real time always reacts per message.", min=0.0, max=0.1),
+    *link_params(),
 )
 
 
@@ -130,9 +135,14 @@ class SdkBridgeNode(Node):
         self.lane = UdpLane(
             self.on_command,
             UdpLaneConfig(command_bind=(self.p["bind_host"], self.p["command_port"]),
-                          state_destination=(self.p["state_host"], self.p["state_port"])),
+                          state_destination=(self.p["state_host"], self.p["state_port"]),
+                          link_seed=self.p["seed"]),
             on_datagram=self.on_datagram if self.pub_dgram is not None else None,
         )
+        pub_link = self.create_publisher(String, topics.SIM_LINK, qos.LATCHED)
+        self.link = LinkControl(self.lane, self.p["seed"], self.get_logger().info,
+                                lambda text: pub_link.publish(String(data=text)))
+        self.link.apply(settings_from_params(self.p), "start-up parameters")
         self.http = HttpApi(HttpConfig(host=self.p["bind_host"], port=self.p["http_port"],
                                        robot_os_version=self.p["robot_os_version"]))
         self.http.add_route("GET", "/api/sim/truth", self.http_truth)
@@ -141,6 +151,8 @@ class SdkBridgeNode(Node):
         self.http.add_route("GET", "/api/sim/counters", self.http_counters)
         self.http.add_route("GET", "/api/sim/firmware", self.http_firmware)
         self.http.add_route("POST", "/api/sim/inject", self.http_inject)
+        self.http.add_route("GET", "/api/sim/link", self.link.http_get)
+        self.http.add_route("POST", "/api/sim/link", self.link.http_post)
         self.lane.start()
         self.http.start()
         self.get_logger().info(
@@ -336,6 +348,7 @@ class SdkBridgeNode(Node):
         return {
             "udp_rejections": dict(self.lane.rejections.snapshot()),
             "udp": self.lane.counters,
+            "link": self.lane.link_counters,  # per direction: offered, lost, duplicated, delayed, reordered, ...
             "http": self.http.counters,
             "state_frames_sent": int(self.sequence),
             "state_build_errors": self.build_errors,

@@ -16,6 +16,12 @@ cheapest drop; valid or not), and valid commands pass a ``CommandGate`` (per-sen
 DAMP never shed) before the callback. ``send_state`` never blocks: the send socket is non-blocking and a full
 buffer, a refused port (Linux reports an ICMP port-unreachable on a connected UDP socket as ``ECONNREFUSED`` on a
 later call) or any other ``OSError`` drops that one frame and counts it.
+
+Link impairment (``vasimov.link_impairment``; off by default): ``set_link`` puts a seeded lossy, delayed, jittered,
+duplicating, reordering link in either direction. Commands pass it on the receive thread before anything else (the
+robot sees only what arrived; the "rx" tap records that), released by the same loop that waits for the gate; state
+frames pass it in ``send_state``, and a timer thread, started the first time the state direction is impaired, sends
+the delayed ones at their time. A perfect link with nothing in flight costs one attribute test per datagram.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Literal
 
 from vasimov.command_rules import Reason
 from vasimov.commands import CommandSource, DampCommand, Rejection, RobotCommand
+from vasimov.link_impairment import DEFAULT_MAX_QUEUED, DIRECTIONS, ImpairedLink, Impairment
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov_bridge.inlet_gate import CommandGate, GateConfig, SourceBudgets
 from vasimov_bridge.sdk_wire import RejectionCounter, decode_command
@@ -79,6 +86,10 @@ class UdpLaneConfig:
     log_interval_s: float = 5.0
     #: How often the receive thread wakes to notice ``close()``; bounds close latency.
     poll_s: float = 0.1
+    #: Seed of the link impairment draws, and how many datagrams one direction may hold in flight (past it they are
+    #: dropped and counted as ``overflow``).
+    link_seed: int = 0
+    link_max_queued: int = DEFAULT_MAX_QUEUED
 
     def __post_init__(self) -> None:
         for name in ("command_bind", "state_destination"):
@@ -129,6 +140,14 @@ class UdpLane:
         self._budgets = SourceBudgets(self.config.max_decodes_per_source_s,
                                       max(1.0, self.config.max_decodes_per_source_s / 4))
         self.gate = CommandGate(self.config.gate)
+        # link impairment: both directions' queues under one lock; the condition wakes the state timer thread
+        self._link_lock = threading.Lock()
+        self._link_wake = threading.Condition(self._link_lock)
+        self._links: dict[str, ImpairedLink] = {
+            d: ImpairedLink(self.config.link_seed, d, self.config.link_max_queued) for d in DIRECTIONS}
+        self._state_link: ImpairedLink[bytes] = self._links["state"]
+        self._command_link: ImpairedLink[tuple[bytes, Peer]] = self._links["command"]
+        self._link_thread: threading.Thread | None = None
 
     # ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────────
     def start(self) -> None:
@@ -158,14 +177,19 @@ class UdpLane:
         self._stop.clear()
         self._thread = threading.Thread(target=self._receive_loop, args=(rx,), name="vasimov-udp-rx", daemon=True)
         self._thread.start()
+        with self._link_wake:
+            self._start_link_timer()  # a link impaired before start
 
     def close(self) -> None:
-        """Stop the receive thread (within ``poll_s``), join it, close both sockets. Idempotent."""
+        """Stop the receive thread (within ``poll_s``) and the link timer, join them, close both sockets.
+        Idempotent; state frames still in flight on an impaired link are discarded."""
         self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-        self._thread = None
+        with self._link_wake:
+            self._link_wake.notify_all()
+        for thread in (self._thread, self._link_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
+        self._thread = self._link_thread = None
         for sock in (self._rx, self._tx):
             if sock is not None:
                 with contextlib.suppress(OSError):
@@ -210,9 +234,59 @@ class UdpLane:
             out["rx_kernel_drops"] = drops
         return out
 
+    # ── link impairment ───────────────────────────────────────────────────────────────────────────────────────
+    def set_link(self, direction: str, impairment: Impairment) -> None:
+        """Impair one direction ("state" or "command") from now on; datagrams in flight keep their times."""
+        link = self._links[direction]  # KeyError for an unknown direction: a caller bug, parse first
+        with self._link_wake:
+            link.set(impairment)
+            self._start_link_timer()
+            self._link_wake.notify_all()
+
+    def _start_link_timer(self) -> None:
+        """The state timer thread, once the lane runs and the state direction is first impaired (lock held)."""
+        if self._link_thread is None and self._tx is not None and self._state_link.impairment.active:
+            self._link_thread = threading.Thread(target=self._state_link_loop, name="vasimov-udp-link", daemon=True)
+            self._link_thread.start()
+
+    def link_settings(self) -> dict[str, Impairment]:
+        return {d: link.impairment for d, link in self._links.items()}
+
+    @property
+    def link_counters(self) -> dict[str, dict[str, int]]:
+        """Per direction: datagrams offered to the link, lost, duplicated, delayed, reordered, dropped past the
+        in-flight cap (overflow), released, and queued now."""
+        with self._link_lock:
+            return {d: link.snapshot() for d, link in self._links.items()}
+
+    def _state_link_loop(self) -> None:
+        """Send delayed state frames at their release time; sleeps on the condition in between."""
+        link = self._state_link
+        with self._link_wake:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                for data in link.pop_due(now):
+                    self._send_now(data)
+                due = link.next_due()
+                self._link_wake.wait(self.config.poll_s if due is None else
+                                     min(self.config.poll_s, max(0.0, due - now)))
+
     # ── out ───────────────────────────────────────────────────────────────────────────────────────────────────
     def send_state(self, data: bytes) -> bool:
-        """Hand one state datagram to the kernel without blocking; ``False`` (and a count) if it was dropped."""
+        """Hand one state datagram to the kernel (or to the impaired link) without blocking; ``False`` (and a
+        count) if it was dropped here. A frame the link loses or delays is counted in ``link_counters``."""
+        link = self._state_link
+        if not link.busy:
+            return self._send_now(data)
+        with self._link_wake:
+            now = time.monotonic()
+            link.offer(data, now)
+            for due in link.pop_due(now):  # no delay: out at once, in order, from this thread
+                self._send_now(due)
+            self._link_wake.notify()  # the timer re-reads next_due
+        return True
+
+    def _send_now(self, data: bytes) -> bool:
         tx = self._tx
         if tx is None:
             self.stats.add("tx_dropped_closed")
@@ -245,12 +319,20 @@ class UdpLane:
                 os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + cfg.rx_nice))
         poller = select.poll()
         poller.register(rx, select.POLLIN)
+        link = self._command_link
         while not self._stop.is_set():
             now = time.monotonic()
             due = self.gate.next_due(now)
+            if link.busy:
+                with self._link_lock:
+                    arrival = link.next_due()
+                if arrival is not None:
+                    due = arrival if due is None else min(due, arrival)
             wait_s = cfg.poll_s if due is None else min(cfg.poll_s, max(0.0, due - now))
             if not poller.poll(wait_s * 1000.0):
-                self._forward_due(time.monotonic())
+                now = time.monotonic()
+                self._arrive_commands(now)
+                self._forward_due(now)
                 continue
             batch: list[tuple[bytes, Peer]] = []
             while len(batch) < cfg.batch_max:
@@ -267,12 +349,28 @@ class UdpLane:
                     break
                 batch.append((data, (str(peer[0]), int(peer[1]))))
             now = time.monotonic()
-            for data, peer in batch:
-                self._handle_datagram(data, peer, now)
+            if link.busy:  # through the impaired link: what arrives is handled in _arrive_commands
+                with self._link_lock:
+                    for item in batch:
+                        link.offer(item, now)
+                self._arrive_commands(now)
+            else:
+                for data, peer in batch:
+                    self._handle_datagram(data, peer, now)
             self._forward_due(now)
             if len(batch) >= cfg.batch_max:
                 # more is waiting: a flood. Let it queue (and overflow, counted by the kernel) rather than spin.
                 self._stop.wait(cfg.batch_period_s)
+
+    def _arrive_commands(self, now: float) -> None:
+        """Command datagrams the impaired link delivers by ``now``, handled as if they had just been read."""
+        link = self._command_link
+        if not link.busy:
+            return
+        with self._link_lock:
+            arrived = link.pop_due(now)
+        for data, peer in arrived:
+            self._handle_datagram(data, peer, now)
 
     def _handle_datagram(self, data: bytes, peer: Peer, now: float | None = None) -> None:
         """One datagram, start to finish; nothing here may raise into the loop."""

@@ -14,6 +14,7 @@ FIRMWARE_STATE = "/vasimov/firmware/state"
 ROBOT_COMMAND = "/vasimov/command"  # validated commands from outside sources -> the firmware arbiter
 POLICY_STEP = "/vasimov/policy/step"
 SIM_CONTROL = "/vasimov/sim/control"
+SIM_LINK = "/vasimov/sim/link"  # std_msgs/String JSON, latched: the SDK link's impairment settings on every change
 SDK_DATAGRAMS = "/vasimov/sdk/datagrams"
 CMD_VEL = "/cmd_vel"  # geometry_msgs/Twist teleop (Foxglove), handed to the arbiter as source FOXGLOVE
 PROVENANCE = "/vasimov/provenance"
