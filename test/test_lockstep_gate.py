@@ -116,6 +116,18 @@ def test_a_participant_leaving_after_the_start_fails_the_gate_at_once():
     assert g.failure == events[0].text
 
 
+def test_a_participant_never_seen_announcing_that_leaves_after_the_start_still_fails_the_gate():
+    """A short run: the gate opens (the graph shows both reading the tick topic) before any presence check saw the
+    announcements' writers; a participant that then stops reading the tick topic has left."""
+    g = _gate()
+    g.announce("edge")
+    g.announce("policy")
+    g.poll(0.1, BOTH, wired=True)
+    assert g.is_open and g.present(BOTH) == []
+    events = g.present(["policy"])
+    assert g.failed and "edge left the graph" in events[0].text
+
+
 def test_a_gate_needs_a_participant():
     with pytest.raises(GateError):
         LockstepGate((), now=0.0)

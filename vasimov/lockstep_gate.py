@@ -22,7 +22,8 @@ Defined failures, each logged:
 * a participant that never comes: after ``join_timeout`` seconds (0 = wait forever) the gate FAILS, naming the missing
   ones; the plant exits non-zero (a lockstep run is a batch run: better a clear error than a silent hang);
 * a participant that leaves (its announcement's node drops off the graph) before the gate opens is waiting for
-  again; after it opened the gate FAILS at once: nobody would ever answer the current tick.
+  again; after it opened (when the node stops reading the tick topic) the gate FAILS at once: nobody would ever
+  answer the current tick.
 
 Testing one node alone (no graph): declare the fake peer's node name, e.g. start the plant with
 ``lockstep_participants:=fake_edge``, and have that node subscribe to the tick topic, then call
@@ -109,8 +110,9 @@ class LockstepGate:
         return [GateEvent("info", f"lockstep: participant {name} ready ({len(self.ready)}/{len(self.participants)})")]
 
     def present(self, names: Iterable[str]) -> list[GateEvent]:
-        """The nodes the graph shows holding a ready announcement now. A ready participant seen once and now gone
-        has left: before the start it is waited for again; after the start the gate fails."""
+        """Who the graph shows now: before the start the nodes holding a ready announcement, after it the nodes
+        reading the tick topic. A ready participant seen once and now gone has left: before the start it is waited
+        for again; after the start the gate fails."""
         names = set(names)
         events: list[GateEvent] = []
         for name in sorted(self.ready):
@@ -137,6 +139,9 @@ class LockstepGate:
         readers = set(tick_readers)
         if not self.missing(readers) and wired:
             self.state = GateState.OPEN
+            # the graph shows every participant reading the tick topic now: from here on that is its presence (its
+            # announcement's writer may not be on the graph yet, and a run can end before it ever is)
+            self.seen = set(self.participants)
             return [GateEvent("info", f"lockstep: all participants ready ({','.join(self.participants)}) after "
                                       f"{now - self.started:.1f} s; starting")]
         if self.join_timeout > 0 and now - self.started >= self.join_timeout:

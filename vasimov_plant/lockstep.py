@@ -56,7 +56,8 @@ class LockstepDriver:
         return n.count_publishers(topics.MOTOR_COMMAND) >= 1 and writers_matched(n, n.pubs.streams)
 
     def _check_presence(self) -> None:
-        self._log(self.gate.present(ready_announcers(self.node)))
+        n = self.node
+        self._log(self.gate.present(tick_readers(n) if self.gate.is_open else ready_announcers(n)))
 
     def run(self, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
         n = self.node
