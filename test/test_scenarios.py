@@ -111,7 +111,7 @@ def test_an_invalid_file_names_the_file_the_field_and_the_reason(tmp_path, text,
     path = _write(tmp_path, text)
     with pytest.raises(sc.ScenarioError) as exc:
         sc.load_file(path)
-    assert not isinstance(exc.value, sc.UnsupportedScenario)
+    assert not isinstance(exc.value, sc.UnsupportedScenarioError)
     assert exc.value.field == field
     assert reason in exc.value.reason
     assert str(exc.value).startswith(f"{path}: {field}: ")
@@ -127,7 +127,7 @@ def test_an_invalid_file_names_the_file_the_field_and_the_reason(tmp_path, text,
     ],
 )
 def test_reserved_fields_are_unsupported_not_invalid(tmp_path, extra, field, says):
-    with pytest.raises(sc.UnsupportedScenario) as exc:
+    with pytest.raises(sc.UnsupportedScenarioError) as exc:
         sc.load_file(_write(tmp_path, MINIMAL + extra))
     assert exc.value.field == field and says in exc.value.reason
     assert sc.load_file(_write(tmp_path, MINIMAL + "scene: flat\nfaults: []\n", "ok.yaml"))[0].duration == 2.0

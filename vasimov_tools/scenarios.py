@@ -9,7 +9,7 @@ Two kinds of rejection:
 
 * :class:`ScenarioError`: the file is wrong (a typo, a missing field, a value out of range). The message names the
   file, the field and the reason.
-* :class:`UnsupportedScenario` (a subclass): the file is well formed but asks for something the twin cannot run yet
+* :class:`UnsupportedScenarioError` (a subclass): the file is well formed but asks for something the twin cannot run yet
   -- a scene other than ``flat``, a foot friction, injected faults or link impairment, whose fields are reserved
   for the scene catalog, fault injection and link impairment work. A suite that holds such files still loads; the
   runner reports them as skipped with the reason, so Menlo's 39-scenario viewer suite keeps all of its files.
@@ -61,7 +61,7 @@ class ScenarioError(ValueError):
         super().__init__(f"{source}: {field}: {reason}")
 
 
-class UnsupportedScenario(ScenarioError):
+class UnsupportedScenarioError(ScenarioError):
     """A well-formed scenario that needs a feature the twin does not have yet (reserved fields)."""
 
 
@@ -182,31 +182,31 @@ def _policy_options(src: str, raw: Any) -> tuple[tuple[str, object], ...]:
 
 
 def _reserved(src: str, doc: Mapping[str, Any]) -> None:
-    """Fields other work fills in; until then only their neutral values run (UnsupportedScenario otherwise)."""
+    """Fields other work fills in; until then only their neutral values run (UnsupportedScenarioError otherwise)."""
+    unsupported = UnsupportedScenarioError
     scene = doc.get("scene", "flat")
     if not isinstance(scene, str):
         raise ScenarioError(src, "scene", f"must be a scene name, got {scene!r}")
     if scene not in SUPPORTED_SCENES:
-        raise UnsupportedScenario(src, "scene", f"{scene!r} is not available yet: only 'flat' runs until the scene "
-                                               "catalog lands (scenes work, `--scene`)")
+        raise unsupported(src, "scene", f"{scene!r} is not available yet: only 'flat' runs until the scene catalog "
+                                        "lands (scenes work, `--scene`)")
     friction = doc.get("friction")
     if friction is not None:
         _number(src, "friction", friction, lo=0.0, lo_open=True)
-        raise UnsupportedScenario(src, "friction", f"foot friction {friction:g} is not available yet: only the "
-                                                   "model's nominal friction (omit the field) runs until the scene "
-                                                   "catalog lands")
+        raise unsupported(src, "friction", f"foot friction {friction:g} is not available yet: only the model's "
+                                           "nominal friction (omit the field) runs until the scene catalog lands")
     faults = doc.get("faults")
     if faults not in (None, []):
         if not isinstance(faults, list):
             raise ScenarioError(src, "faults", "must be a list")
-        raise UnsupportedScenario(src, "faults", "injected faults are not available in scenarios yet (reserved for "
-                                                 "the fault injection work); leave the list empty")
+        raise unsupported(src, "faults", "injected faults are not available in scenarios yet (reserved for the fault "
+                                         "injection work); leave the list empty")
     link = doc.get("link")
     if link not in (None, {}):
         if not isinstance(link, dict):
             raise ScenarioError(src, "link", "must be a mapping")
-        raise UnsupportedScenario(src, "link", "link impairment is not available in scenarios yet (reserved for the "
-                                               "link impairment work); omit the field")
+        raise unsupported(src, "link", "link impairment is not available in scenarios yet (reserved for the link "
+                                       "impairment work); omit the field")
 
 
 # -- loading ----------------------------------------------------------------------------------------------------------
@@ -217,7 +217,8 @@ def parse(doc: Any, source: str, default_name: str) -> tuple[Any, str | None]:
     src = source
     doc = _mapping(src, "(top level)", doc, _TOP_KEYS)
     if doc.get("format") != FORMAT_VERSION:
-        raise ScenarioError(src, "format", f"must be {FORMAT_VERSION} (this reader's format), got {doc.get('format')!r}")
+        raise ScenarioError(src, "format", f"must be {FORMAT_VERSION} (this reader's format), "
+                                           f"got {doc.get('format')!r}")
     name = doc.get("name", default_name)
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ScenarioError(src, "name", f"must be letters, digits and _.+- only, got {name!r}")
@@ -321,7 +322,7 @@ def load_entries(items: Iterable[str]) -> list[Entry]:
         try:
             scenario, policy = load_file(path)
             entry = Entry(scenario.name, str(path), scenario, policy=policy)
-        except UnsupportedScenario as exc:
+        except UnsupportedScenarioError as exc:
             name = _declared_name(path)
             entry = Entry(name, str(path), None, skipped=f"{exc.field}: {exc.reason}")
         if entry.name in seen:

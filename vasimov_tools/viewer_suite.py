@@ -25,6 +25,7 @@ GROUPS = ("locomotion", "distance", "friction", "push_standing", "push_walking",
 PUSH_TIMES = {"push_standing": (2.0, 8.0), "push_walking": (2.0, 8.0), "push_sustained": (2.0, 10.0, 18.0, 26.0)}
 PUSH_SECONDS = {"push_standing": 0.15, "push_walking": 0.15, "push_sustained": 0.6}
 GROUP_DURATION = {"push_standing": 12.0, "push_walking": 12.0, "push_sustained": 36.0, "terrain": 22.0}
+HEADER = "# generated from the fact sheet (benchmarks_in_viewer) by vasimov_tools.viewer_suite; do not edit"
 TERRAIN_COMMANDS = [[0, 0, 0, 0], [0.3, 0.4, 0, 0], [20.5, 0, 0, 0]]  # vx 0.4 from t = 0.3 to 20.5
 
 
@@ -84,7 +85,7 @@ def documents() -> list[tuple[str, str]]:
             for key in ("course", "note"):
                 if key in entry:
                     notes.append(f"{key}: {entry[key]}.")
-            lines = ["# generated from the fact sheet (benchmarks_in_viewer) by vasimov_tools.viewer_suite; do not edit",
+            lines = [HEADER,
                      "format: 1", f"name: {name}", f"description: {json.dumps(' '.join(notes))}",
                      f"duration: {_num(duration)}"]
             if group == "terrain":

@@ -35,7 +35,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from vasimov import joints
 from vasimov.commands import DampCommand, StandCommand, VelocityCommand
 from vasimov.control_rate import CONTROL_DT
 from vasimov.frames import projected_gravity
