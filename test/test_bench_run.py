@@ -144,13 +144,14 @@ def test_ray_without_ray_says_how_to_get_it(tiny_suite, tmp_path, capsys, monkey
 
 def test_progress_prints_plain_lines_off_a_terminal():
     buf = io.StringIO()
-    p = bench_run.Progress(2, buf, tty=False)
-    p.started("x")
-    p.finished({"scenario": "x", "status": "failed", "outcome": {"fell_at": 1.5}})
+    p = bench_run.Progress(3, buf, tty=False, total_sim=30.0)
     p.finished({"scenario": "y", "status": "skipped", "reason": "scene: later"})
+    p.started("x")
+    p.finished({"scenario": "x", "status": "failed", "duration": 10.0, "outcome": {"fell_at": 1.5}})
     lines = buf.getvalue().splitlines()
-    assert lines[0].startswith("[1/2] x: failed fell at 1.50 s") and "eta" in lines[0]
-    assert lines[1].startswith("[2/2] y: skipped (scene: later)")
+    assert lines[0].startswith("[1/3] y: skipped (scene: later)") and lines[0].endswith("eta ?")
+    assert lines[1].startswith("[2/3] x: failed fell at 1.50 s")
+    assert re.search(r"eta \d+m\d\ds$", lines[1])  # 20 s of simulation left at the rate so far
     assert (p.passed, p.fell, p.done) == (0, 1, 2)
 
 

@@ -121,8 +121,9 @@ class Progress:
     """Completed/passed/fell counts, the running scenarios and an ETA: one redrawn line on a terminal, plain lines
     (one per finished scenario) otherwise, so logs of CI runs stay readable."""
 
-    def __init__(self, total: int, stream: TextIO, tty: bool | None = None) -> None:
+    def __init__(self, total: int, stream: TextIO, tty: bool | None = None, total_sim: float = 0.0) -> None:
         self.total, self.stream = total, stream
+        self.total_sim, self.done_sim = total_sim, 0.0  # simulated seconds to run / run: the ETA's measure
         self.tty = stream.isatty() if tty is None else tty
         self.done = self.passed = self.fell = self.errors = 0
         self.running: list[str] = []
@@ -142,6 +143,8 @@ class Progress:
         self.errors += status == "error"
         fell = doc.get("outcome", {}).get("fell_at")
         self.fell += fell is not None
+        if "outcome" in doc or status == "error":
+            self.done_sim += float(doc.get("duration", 0.0))
         if self.tty:
             self._draw()
         else:
@@ -151,9 +154,10 @@ class Progress:
                   flush=True)
 
     def _eta(self) -> str:
-        if not self.done:
+        """Remaining simulated seconds at the rate so far (skipped files take no time)."""
+        if self.done_sim <= 0.0:
             return "?"
-        left = (time.monotonic() - self.t0) / self.done * (self.total - self.done)
+        left = (time.monotonic() - self.t0) / self.done_sim * max(self.total_sim - self.done_sim, 0.0)
         return f"{int(left // 60)}m{int(left % 60):02d}s"
 
     def _draw(self) -> None:
@@ -297,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             tasks.append({"scenario": e.scenario, "source": e.source,
                           "policy": args.policy or e.policy or DEFAULT_POLICY, **common})
-    progress = Progress(len(entries), sys.stderr)
+    progress = Progress(len(entries), sys.stderr, total_sim=sum(t["scenario"].duration for t in tasks))
 
     def on_done(doc: dict[str, Any]) -> None:
         docs[doc["scenario"]] = doc
