@@ -1,6 +1,7 @@
 """``DIR/report.html`` of a ``vasimov bench run``: one self-contained page (inline CSS and SVG, no script, nothing
 fetched at view time) with the pass/fail table and, per scenario, the trajectory seen from above and the commanded
-against the measured body-frame velocity (vx, vy, yaw rate), with pushes and mode changes marked on the time axis.
+against the measured body-frame velocity (vx, vy, yaw rate; raw and its 1 s mean), with pushes and mode changes
+marked on the time axis.
 
 Pure: it turns the JSON result documents of :mod:`vasimov_tools.bench_run` into text.
 """
@@ -112,8 +113,26 @@ def velocity_svg(doc: dict[str, Any], key: str, label: str) -> str:
         x = ax.px(t)
         body += (f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD / 2}" y2="{H - PAD}" stroke="#8250df">'
                  f"<title>{_esc(mode)}</title></line>")
-    body += ax.line(ts, cmd, "#57606a", "4 3") + ax.line(ts, meas, "#0969da")
-    return _svg(body, f"{doc['scenario']}: commanded (dashed) and measured {label}")
+    body += ax.line(ts, meas, "#b6d4fb") + ax.line(ts, cmd, "#57606a", "4 3")
+    body += ax.line(ts, _smooth(ts, meas), "#0969da")
+    return _svg(body, f"{doc['scenario']}: commanded (dashed), measured (light) and its 1 s mean (blue) {label}")
+
+
+def _smooth(ts: Sequence[float], ys: Sequence[float], window: float = 1.0) -> list[float]:
+    """Centred moving mean over ``window`` s: the gait's step-to-step sway averaged out, as the tracking error
+    averages it (walk_bench.TRACKING_BLOCK)."""
+    out = []
+    lo = hi = 0
+    total = 0.0
+    for t in ts:
+        while hi < len(ts) and ts[hi] <= t + window / 2:
+            total += ys[hi]
+            hi += 1
+        while ts[lo] < t - window / 2:
+            total -= ys[lo]
+            lo += 1
+        out.append(total / (hi - lo))
+    return out
 
 
 def _row(doc: dict[str, Any]) -> str:

@@ -20,6 +20,8 @@ Scores (all along/relative to the pose at the moment the scenario starts):
   compute criterion is judged on CPU time: on a shared machine the wall-clock tail measures preemption by other
   processes (tens of ms), not the controller; both are reported.
 
+The scenarios are the scenario files of the ``standard``, ``goals`` and ``viewer`` suites (format and reader:
+``docs/scenarios.md``, :mod:`vasimov_tools.scenarios`); ``vasimov bench run`` runs any of them in parallel processes.
 ``python -m vasimov_tools.walk_bench [names...]`` prints a table and one JSON line per scenario.
 """
 
