@@ -26,6 +26,7 @@ import json
 import math
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -168,7 +169,8 @@ class Progress:
         running = ", ".join(self.running[:3]) + (" ..." if len(self.running) > 3 else "")
         line = (f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} passed {self.passed} "
                 f"fell {self.fell} eta {self._eta()}  {running}")
-        self.stream.write(line[:200].ljust(120))
+        cols = shutil.get_terminal_size((100, 24)).columns - 1  # one screen line, or \r cannot redraw it
+        self.stream.write(line[: cols + 1].ljust(cols + 1))
         self.stream.flush()
 
     def close(self) -> None:
