@@ -104,6 +104,7 @@ def test_results_record_their_provenance(one_and_two_workers):
         assert d["format"] == bench_run.RESULT_FORMAT
     assert docs["tiny_damp"]["seed"] == 3 and docs["tiny_damp"]["policy"] == "builtin"
     assert docs["tiny_damp"]["modes"] == [[0.3, "damp"]]
+    assert docs["tiny_damp"]["fall"] == {"min_pelvis_height": 0.45, "max_tilt_deg": pytest.approx(36.87, abs=0.01)}
     stairs = docs["tiny_stairs"]
     assert stairs["status"] == "skipped" and "only 'flat'" in stairs["reason"]
 
@@ -115,7 +116,7 @@ def test_report_is_one_self_contained_page_with_table_and_plots(one_and_two_work
     assert not re.search(r"<script|<link|<img|@import|url\(", text)
     assert set(re.findall(r"https?://[^\"' ]+", text)) == {"http://www.w3.org/2000/svg"}
     svgs = re.findall(r"<svg .*?</svg>", text, flags=re.S)
-    assert len(svgs) == 2 * 4  # two scenarios ran: trajectory + vx, vy, yaw rate each
+    assert len(svgs) == 2 * 5  # two scenarios ran: trajectory, vx, vy, yaw rate and tilt each
     for s in svgs:
         root = ET.fromstring(s)  # well-formed
         assert root.find("{http://www.w3.org/2000/svg}polyline") is not None

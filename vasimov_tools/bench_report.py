@@ -1,7 +1,7 @@
 """``DIR/report.html`` of a ``vasimov bench run``: one self-contained page (inline CSS and SVG, no script, nothing
 fetched at view time) with the pass/fail table and, per scenario, the trajectory seen from above and the commanded
 against the measured body-frame velocity (vx, vy, yaw rate; raw and its 1 s mean), with pushes and mode changes
-marked on the time axis.
+marked on the time axis, and the torso tilt against the fall limit.
 
 Pure: it turns the JSON result documents of :mod:`vasimov_tools.bench_run` into text.
 """
@@ -118,6 +118,19 @@ def velocity_svg(doc: dict[str, Any], key: str, label: str) -> str:
     return _svg(body, f"{doc['scenario']}: commanded (dashed), measured (light) and its 1 s mean (blue) {label}")
 
 
+def tilt_svg(doc: dict[str, Any]) -> str:
+    """Torso tilt from upright over scenario time, with the fall rule's limit (red, dashed)."""
+    tr = doc["trace"]
+    ts, tilt = [s["t"] for s in tr], [s["tilt_deg"] for s in tr]
+    limit = doc.get("fall", {}).get("max_tilt_deg")
+    ax = _Axes([0.0, doc.get("duration", ts[-1])], [0.0, *tilt, *([limit] if limit is not None else [])])
+    body = ax.frame("t (s)", "tilt (deg)")
+    if limit is not None:
+        body += ax.line([ax.x0, ax.x1], [limit, limit], "#cf222e", "4 3")
+    body += ax.line(ts, tilt, "#0969da")
+    return _svg(body, f"{doc['scenario']}: torso tilt and the fall limit")
+
+
 def _smooth(ts: Sequence[float], ys: Sequence[float], window: float = 1.0) -> list[float]:
     """Centred moving mean over ``window`` s: the gait's step-to-step sway averaged out, as the tracking error
     averages it (walk_bench.TRACKING_BLOCK)."""
@@ -173,6 +186,7 @@ def render(docs: Sequence[dict[str, Any]], title: str = "vasimov bench run") -> 
         out.append(velocity_svg(d, "vx", "vx (m/s)"))
         out.append(velocity_svg(d, "vy", "vy (m/s)"))
         out.append(velocity_svg(d, "wz", "yaw rate (rad/s)"))
+        out.append(tilt_svg(d))
         out.append("</section>")
     out.append("</body></html>\n")
     return "\n".join(out)

@@ -80,6 +80,7 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
         "policy": task["policy"], "model_sha256": task["model_sha256"], "code_version": task["code_version"],
         "description": scenario.note, "duration": scenario.duration,
         "pushes": [asdict(p) for p in scenario.pushes], "modes": [list(m) for m in scenario.modes],
+        "fall": fall_rule(scenario),
     }
     trace: list[dict[str, float]] = []
     try:
@@ -94,6 +95,15 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
     doc["timing"] = {k: result[k] for k in TIMING_FIELDS}
     doc["trace"] = trace
     return doc
+
+
+def fall_rule(scenario: Any) -> dict[str, float]:
+    """The fall rule the run applied: the scenario's own, else the bench's."""
+    from vasimov_tools import walk_bench as wb
+
+    h = wb.FALL_MIN_PELVIS_HEIGHT if scenario.min_pelvis_height is None else scenario.min_pelvis_height
+    gz = wb.FALL_MAX_GRAVITY_Z if scenario.max_gravity_z is None else scenario.max_gravity_z
+    return {"min_pelvis_height": h, "max_tilt_deg": math.degrees(math.acos(max(-1.0, min(1.0, -gz))))}
 
 
 def _factory(spec: str) -> Callable[..., Any]:

@@ -48,6 +48,8 @@ SETTLE_TIME = 1.0  # s of balancing (zero command) after the backend takes over,
 KEEPALIVE_TICKS = 5  # the SDK re-sends a held velocity every 0.1 s (menlo.asimov KEEPALIVE_HZ = 10)
 ARM_TIMEOUT = 5.0  # s of simulated time STAND may take to arm before the run is declared broken
 PUSH_BODY = "pelvis_link"
+FALL_MIN_PELVIS_HEIGHT = 0.45  # m: the bench's fall rule unless a scenario sets its own
+FALL_MAX_GRAVITY_Z = -0.8  # projected-gravity z above this (tilt beyond 36.9 deg) is a fall
 ENVELOPE = (0.4, 0.4, 0.8)  # |vx|, |vy| (m/s), |vyaw| (rad/s): the SDK's command limits
 
 Command = tuple[float, float, float, float]  # (t, vx, vy, vyaw), held until the next entry
@@ -254,8 +256,8 @@ def run_scenario(
     backend_factory: Callable[..., PolicyBackend] = default_backend_factory,
     *,
     settle_time: float = SETTLE_TIME,
-    min_pelvis_height: float = 0.45,
-    max_gravity_z: float = -0.8,
+    min_pelvis_height: float = FALL_MIN_PELVIS_HEIGHT,
+    max_gravity_z: float = FALL_MAX_GRAVITY_Z,
     stop_on_fall: bool = True,
     on_tick: Callable[[float, PolicyBackend, PlantCore], None] | None = None,
     trace: list[dict[str, float]] | None = None,
