@@ -21,7 +21,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.12",
     packages=find_packages(include=[f"{name}{suffix}" for suffix in ("", ".*") for name in LAYERS]),
-    package_data={"vasimov.data": ["*.yaml"]},
+    package_data={"vasimov.data": ["*.yaml"], "vasimov_tools": ["suites/*/*.yaml"]},  # scenario suites
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/vasimov"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -7,6 +7,7 @@
     vasimov echo TOPIC [--once] [--count N] [--json]
     vasimov model export DIR
     vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC] [--graph [--realtime]]
+    vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]
 """
 
 from __future__ import annotations
@@ -239,6 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     walk = bsub.add_parser("walk", help="walking scenarios in lockstep (prints a table and JSON lines)")
     walk.add_argument("rest", nargs=argparse.REMAINDER)
     walk.set_defaults(func=cmd_bench_walk)
+    run = bsub.add_parser("run", help="scenario files/suites in parallel lockstep processes (JSON + report.html)")
+    run.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -250,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         from vasimov_tools import walk_bench
 
         return walk_bench.main(args[2:])
+    if args[:2] == ["bench", "run"]:  # likewise: the scenario runner has its own parser
+        from vasimov_tools import bench_run
+
+        return bench_run.main(args[2:])
     ns = build_parser().parse_args(args)
     return int(ns.func(ns))
 

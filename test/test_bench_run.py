@@ -1,0 +1,172 @@
+"""`vasimov bench run`: parallel lockstep scenario runs, their JSON results, the report and the CLI's answers."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from vasimov_tools import bench_report, bench_run, cli
+from vasimov_tools import scenarios as sc
+from vasimov_tools import walk_bench as wb
+
+TINY = {
+    "a_walk.yaml": """\
+        format: 1
+        name: tiny_walk
+        duration: 1.6
+        commands:
+          - {t: 0, velocity: [0.2, 0, 0]}
+          - {t: 0.8, velocity: [0, 0.1, 0.3]}
+        pushes:
+          - {t: 0.4, force: [40, 0, 0]}
+        """,
+    "b_damp.yaml": """\
+        format: 1
+        name: tiny_damp
+        seed: 3
+        duration: 1.2
+        commands:
+          - {t: 0, mode: balance}
+          - {t: 0.3, mode: damp}
+        """,
+    "c_stairs.yaml": """\
+        format: 1
+        name: tiny_stairs
+        duration: 1.0
+        scene: terrain/stairs_5cm
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_suite(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("tiny")
+    for name, text in TINY.items():
+        (d / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    return d
+
+
+def _run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = bench_run.main(args)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def _load(out: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted(out.glob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def one_and_two_workers(tiny_suite, tmp_path_factory):
+    outs = {}
+    for n in (1, 2):
+        out = tmp_path_factory.mktemp(f"w{n}")
+        code = bench_run.main([str(tiny_suite), "--out", str(out), "--workers", str(n)])
+        outs[n] = (code, out)
+    return outs
+
+
+def test_one_worker_and_two_workers_give_identical_results(one_and_two_workers):
+    (c1, o1), (c2, o2) = one_and_two_workers[1], one_and_two_workers[2]
+    assert c1 == c2
+    r1, r2 = _load(o1), _load(o2)
+    assert set(r1) == set(r2) == {"tiny_walk", "tiny_damp", "tiny_stairs"}
+    for name in r1:
+        a, b = dict(r1[name]), dict(r2[name])
+        a.pop("timing", None), b.pop("timing", None)  # compute and wall-clock time are measurements, not results
+        assert a == b, name
+    walk = r1["tiny_walk"]
+    assert walk["status"] == "passed" and walk["outcome"]["along"] > 0.05 and len(walk["trace"]) == 16
+
+
+def test_a_worker_computes_what_the_in_process_runner_computes(one_and_two_workers, tiny_suite):
+    """Spawned workers run the same closed loop as `run_scenario` in this process, to the bit."""
+    doc = _load(one_and_two_workers[2][1])["tiny_damp"]
+    s, _ = sc.load_file(tiny_suite / "b_damp.yaml")
+    trace: list[dict[str, float]] = []
+    r = wb.run_scenario(s, trace=trace)
+    assert (doc["outcome"]["along"], doc["outcome"]["fell_at"], doc["outcome"]["min_pelvis_height"]) == (
+        r.along, r.fell_at, r.min_pelvis_height)
+    assert doc["trace"] == trace
+
+
+def test_results_record_their_provenance(one_and_two_workers):
+    docs = _load(one_and_two_workers[2][1])
+    for d in docs.values():
+        assert re.fullmatch(r"[0-9a-f]{64}", d["model_sha256"])
+        assert d["code_version"]
+        assert d["format"] == bench_run.RESULT_FORMAT
+    assert docs["tiny_damp"]["seed"] == 3 and docs["tiny_damp"]["policy"] == "builtin"
+    assert docs["tiny_damp"]["modes"] == [[0.3, "damp"]]
+    assert docs["tiny_damp"]["fall"] == {"min_pelvis_height": 0.45, "max_tilt_deg": pytest.approx(36.87, abs=0.01)}
+    stairs = docs["tiny_stairs"]
+    assert stairs["status"] == "skipped" and "only 'flat'" in stairs["reason"]
+
+
+def test_report_is_one_self_contained_page_with_table_and_plots(one_and_two_workers):
+    text = (one_and_two_workers[1][1] / "report.html").read_text()
+    assert "tiny_walk" in text and "tiny_stairs" in text and "skipped" in text
+    # nothing is fetched at view time: no scripts, stylesheets, images or fonts from anywhere
+    assert not re.search(r"<script|<link|<img|@import|url\(", text)
+    assert set(re.findall(r"https?://[^\"' ]+", text)) == {"http://www.w3.org/2000/svg"}
+    svgs = re.findall(r"<svg .*?</svg>", text, flags=re.S)
+    assert len(svgs) == 2 * 5  # two scenarios ran: trajectory, vx, vy, yaw rate and tilt each
+    for s in svgs:
+        root = ET.fromstring(s)  # well-formed
+        assert root.find("{http://www.w3.org/2000/svg}polyline") is not None
+
+
+def test_cli_reaches_the_runner_and_rejects_bad_input(tiny_suite, tmp_path, capsys, monkeypatch):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("format: 1\nduration: 1\npushes: [{t: 0.5, force: [1, 2]}]\n")
+    code = cli.main(["bench", "run", str(bad), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{bad}: pushes[0]: force must be a list of 3 numbers" in err
+    code, _, err = _run(["no_such_suite", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "neither a scenario file" in err
+    code, _, err = _run([str(tiny_suite), "--workers", "0"], capsys)
+    assert code == 2 and "--workers" in err
+    code, _, err = _run([str(tiny_suite), "--policy", "no_such_policy", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "no_such_policy" in err
+
+
+def test_ray_without_ray_says_how_to_get_it(tiny_suite, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench_run, "ray_available", lambda: False)
+    code, _, err = _run([str(tiny_suite), "--ray", "local", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "pip install ray" in err and "not a dependency" in err
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_progress_prints_plain_lines_off_a_terminal():
+    buf = io.StringIO()
+    p = bench_run.Progress(3, buf, tty=False, total_sim=30.0)
+    p.finished({"scenario": "y", "status": "skipped", "reason": "scene: later"})
+    p.started("x")
+    p.finished({"scenario": "x", "status": "failed", "duration": 10.0, "outcome": {"fell_at": 1.5}})
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("[1/3] y: skipped (scene: later)") and lines[0].endswith("eta ?")
+    assert lines[1].startswith("[2/3] x: failed fell at 1.50 s")
+    assert re.search(r"eta \d+m\d\ds$", lines[1])  # 20 s of simulation left at the rate so far
+    assert (p.passed, p.fell, p.done) == (0, 1, 2)
+
+
+def test_table_counts_every_status():
+    docs = [
+        {"scenario": "ok", "status": "passed", "outcome": {"fell_at": None, "along": 1.0, "lateral": 0.0,
+                                                           "heading": 0.0, "tracking_error": 0.05, "failures": []}},
+        {"scenario": "down", "status": "failed", "outcome": {"fell_at": 2.0, "along": 0.1, "lateral": 0.0,
+                                                             "heading": 0.0, "tracking_error": 0.3,
+                                                             "failures": ["fell at 2.00s"]}},
+        {"scenario": "later", "status": "skipped", "reason": "scene: not yet"},
+    ]
+    text = bench_run.format_table(docs)
+    assert "3 scenarios: 1 passed, 1 failed (1 fell), 0 errors, 1 skipped" in text
+    assert "scene: not yet" in text and "fell at 2.00s" in text
+    page = bench_report.render(docs)
+    assert page.count("<tr>") == 4

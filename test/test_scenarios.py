@@ -1,0 +1,195 @@
+"""Scenario files: the format's validator, the shipped suites and the runner's use of boot states and modes."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vasimov import joints
+from vasimov_edge.policy.registry import HoldPoseBackend
+from vasimov_tools import scenarios as sc
+from vasimov_tools import viewer_suite
+from vasimov_tools import walk_bench as wb
+
+
+def _write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return p
+
+
+MINIMAL = "format: 1\nduration: 2.0\n"
+
+
+# -- the shipped suites -----------------------------------------------------------------------------------------------
+def test_shipped_suites_load_with_the_expected_members():
+    assert {"standard", "goals", "viewer"} <= set(sc.suite_names())
+    viewer = sc.load_entries(["viewer"])
+    assert len(viewer) == 39  # all of Menlo's viewer bench files
+    skipped = {e.name: e.skipped for e in viewer if e.scenario is None}
+    sheet = joints.facts()["benchmarks_in_viewer"]["scenarios"]
+    assert len(skipped) == len(sheet["friction"]) + len(sheet["terrain"])
+    assert all("flat" in r or "friction" in r for r in skipped.values())
+    assert len(sc.load_entries(["standard"])) == 13 and len(sc.load_entries(["goals"])) == 4
+
+
+def test_viewer_files_are_the_fact_sheet_generated():
+    """The shipped files are exactly what vasimov_tools.viewer_suite generates from the sheet (no hand edits)."""
+    docs = viewer_suite.documents()
+    shipped = sorted(viewer_suite.VIEWER_DIR.glob("*.yaml"))
+    assert [p.name for p in shipped] == [n for n, _ in docs]
+    for p, (_, text) in zip(shipped, docs, strict=True):
+        assert p.read_text(encoding="utf-8") == text, p.name
+
+
+def test_viewer_suite_keeps_the_sheets_profiles_forces_and_failure_criterion():
+    vs = wb.viewer_scenarios()
+    s = vs["viewer_locomotion_circle"]
+    assert s.min_pelvis_height == 0.35
+    assert s.max_gravity_z == pytest.approx(-math.cos(math.radians(78.5)))
+    assert s.criteria == wb.Criteria(max_compute_p99=None)  # the fall rule only
+    sustained = vs["viewer_push_sustained_groin_lateral"]
+    assert [(p.t, p.force[1], p.duration) for p in sustained.pushes] == [
+        (2.0, 110.0, 0.6), (10.0, 190.0, 0.6), (18.0, 260.0, 0.6), (26.0, 340.0, 0.6)]
+    assert sustained.duration == 36.0
+    wet = sc.load_entries([str(viewer_suite.VIEWER_DIR / "11_friction_wet_floor.yaml")])[0]
+    assert wet.scenario is None and "0.3" in wet.skipped
+
+
+def test_standard_suite_is_the_issue_definition():
+    """The files reproduce the scenarios the bench defined in Python before they moved to files."""
+    s = wb.standard_scenarios()
+    assert list(s)[:13] == ["balance_60s", "forward_0.1", "forward_0.2", "forward_0.3", "backward_0.2",
+                            "strafe_left_0.2", "strafe_right_0.2", "turn_0.3", "step_in_place_60s", "random_20x3s",
+                            "push_front_80N", "push_back_100N", "push_side_100N"]
+    for v in (0.1, 0.2, 0.3):
+        f = s[f"forward_{v:.1f}"]
+        assert f.commands == ((0.0, v, 0.0, 0.0),) and f.duration == 10.0
+        assert f.criteria == wb.Criteria(min_along=pytest.approx(8 * v), max_abs_lateral=0.3, max_abs_heading=0.2)
+    assert s["strafe_right_0.2"].criteria == wb.Criteria(min_abs_lateral=1.5, lateral_sign=-1.0,
+                                                         max_abs_heading=0.3)
+    assert s["random_20x3s"].commands == wb.random_commands(seed=7)
+    assert s["step_in_place_60s"].backend_options == (("step_in_place", True),)
+    assert s["push_back_100N"].pushes == (wb.Push(2.0, (-100.0, 0.0, 0.0)),)
+    assert s["goal_turn_0.5"].criteria == wb.Criteria(min_heading=4.0)
+    assert all(x.min_pelvis_height is None and x.max_gravity_z is None for x in s.values())  # runner's fall rule
+
+
+# -- validation -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "field", "reason"),
+    [
+        ("duration: 2\n", "format", "must be 1"),
+        ("format: 2\nduration: 2\n", "format", "must be 1"),
+        ("format: 1\n", "duration", "missing"),
+        ("format: 1\nduration: -1\n", "duration", "> 0"),
+        (MINIMAL + "durration: 3\n", "(top level)", "unknown key(s) ['durration']"),
+        (MINIMAL + "seed: -1\n", "seed", ">= 0"),
+        (MINIMAL + "boot: sitting\n", "boot", "balance, stand, limp"),
+        (MINIMAL + "commands: [{t: 0, velocity: [0.1, 0]}]\n", "commands[0].velocity", "3 numbers"),
+        (MINIMAL + "commands: [{t: 1, velocity: [0, 0, 0]}]\n", "commands[0].t", "t = 0"),
+        (MINIMAL + "commands: [{t: 0, mode: balance}, {t: 0, mode: damp}]\n", "commands[1].t", "increase"),
+        (MINIMAL + "commands: [{t: 0, mode: jump}]\n", "commands[0].mode", "stand, balance, damp"),
+        (MINIMAL + "commands: [{t: 0, mode: damp, velocity: [0, 0, 0]}]\n", "commands[0]", "exactly one"),
+        (MINIMAL + "commands: [{t: 0, mode: balance}, {t: 5, mode: damp}]\n", "commands[1].t", "<= 2"),
+        (MINIMAL + "pushes: [{t: 1, force: [10, 0, 0], body: tail}]\n", "pushes[0].body", "unknown body 'tail'"),
+        (MINIMAL + "pushes: [{t: 1, force: [5000, 0, 0]}]\n", "pushes[0]", "exceeds 2000"),
+        (MINIMAL + "pushes: [{t: 1}]\n", "pushes[0].force", "missing"),
+        (MINIMAL + "fall: {max_tilt_deg: nope}\n", "fall.max_tilt_deg", "finite number"),
+        (MINIMAL + "pass: {min_drift: 1}\n", "pass", "unknown key(s) ['min_drift']"),
+        (MINIMAL + "pass: {min_lateral: 0}\n", "pass.min_lateral", "non-zero"),
+        (MINIMAL + "policy_options: {no_such_gain: 1}\n", "policy_options", "unknown key(s)"),
+        (MINIMAL + "name: 'has space'\n", "name", "letters"),
+        ("format: 1\nduration: [\n", "(file)", "not valid YAML"),
+    ],
+)
+def test_an_invalid_file_names_the_file_the_field_and_the_reason(tmp_path, text, field, reason):
+    path = _write(tmp_path, text)
+    with pytest.raises(sc.ScenarioError) as exc:
+        sc.load_file(path)
+    assert not isinstance(exc.value, sc.UnsupportedScenarioError)
+    assert exc.value.field == field
+    assert reason in exc.value.reason
+    assert str(exc.value).startswith(f"{path}: {field}: ")
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "says"),
+    [
+        ("scene: terrain/stairs_5cm\n", "scene", "only 'flat'"),
+        ("friction: 0.3\n", "friction", "nominal friction"),
+        ("faults: [{t: 1, alert: CAN_BUS_OFF}]\n", "faults", "fault injection"),
+        ("link: {loss: 0.1}\n", "link", "link impairment"),
+    ],
+)
+def test_reserved_fields_are_unsupported_not_invalid(tmp_path, extra, field, says):
+    with pytest.raises(sc.UnsupportedScenarioError) as exc:
+        sc.load_file(_write(tmp_path, MINIMAL + extra))
+    assert exc.value.field == field and says in exc.value.reason
+    assert sc.load_file(_write(tmp_path, MINIMAL + "scene: flat\nfaults: []\n", "ok.yaml"))[0].duration == 2.0
+
+
+def test_a_full_file_maps_onto_the_runner_scenario(tmp_path):
+    s, policy = sc.load_file(_write(tmp_path, """\
+        format: 1
+        name: full
+        description: every field
+        seed: 4
+        boot: stand
+        settle: 0.5
+        policy: hold
+        duration: 6
+        commands:
+          - {t: 0, mode: balance}
+          - {t: 1, velocity: [0.2, -0.1, 0.3]}
+          - {t: 3, mode: damp}
+          - {t: 4, mode: stand}
+        pushes:
+          - {t: 2, force: [0, 50, 0], body: waist_yaw_link, duration: 0.6}
+        fall: {min_pelvis_height: 0.3, max_tilt_deg: 60}
+        pass: {min_along: 0.1, min_lateral: -0.2, max_tracking_error: 0.5, max_compute_p99_ms: 3}
+        """))
+    assert policy == "hold"
+    assert (s.name, s.seed, s.boot, s.settle_time, s.duration, s.note) == ("full", 4, "stand", 0.5, 6.0, "every field")
+    assert s.commands == ((0.0, 0.0, 0.0, 0.0), (1.0, 0.2, -0.1, 0.3))
+    assert s.modes == ((3.0, "damp"), (4.0, "stand"))
+    assert s.pushes == (wb.Push(2.0, (0.0, 50.0, 0.0), 0.6, "waist_yaw_link"),)
+    assert s.min_pelvis_height == 0.3 and s.max_gravity_z == pytest.approx(-0.5)
+    assert s.criteria == wb.Criteria(min_along=0.1, min_abs_lateral=0.2, lateral_sign=-1.0, max_tracking_error=0.5,
+                                     max_compute_p99=3e-3)
+    assert [s.mode_at(t) for t in (0.5, 1.5, 3.0, 3.9, 4.5)] == [None, None, "damp", "damp", "stand"]
+    np.testing.assert_allclose(s.command_at(3.5), (0.2, -0.1, 0.3))  # the velocity a later entry returns to
+
+
+def test_suites_reject_unknown_items_and_duplicate_names(tmp_path):
+    with pytest.raises(sc.ScenarioError, match="neither a scenario file"):
+        sc.resolve(["no_such_suite"])
+    _write(tmp_path, MINIMAL + "name: same\n", "a.yaml")
+    _write(tmp_path, MINIMAL + "name: same\n", "b.yaml")
+    with pytest.raises(sc.ScenarioError, match="also the name of"):
+        sc.load_entries([str(tmp_path)])
+
+
+# -- the runner honours what the format adds --------------------------------------------------------------------------
+def _hold(**_: object) -> HoldPoseBackend:
+    return HoldPoseBackend()
+
+
+def test_damp_in_the_profile_drops_the_robot_and_balance_does_not():
+    base = wb.Scenario("b", 2.0, criteria=wb.Criteria(max_compute_p99=None))
+    damped = wb.Scenario("d", 2.0, modes=((0.2, "damp"),), criteria=wb.Criteria(max_compute_p99=None))
+    assert wb.run_scenario(base, _hold).fell_at is None
+    r = wb.run_scenario(damped, _hold)
+    assert r.fell_at is not None and r.fell_at > 0.2
+
+
+def test_limp_boot_leaves_the_robot_hanging_on_the_gantry():
+    s = wb.Scenario("limp", 0.5, boot="limp", settle_time=0.2, criteria=wb.Criteria(max_compute_p99=None))
+    trace: list[dict[str, float]] = []
+    r = wb.run_scenario(s, _hold, trace=trace)
+    assert r.fell_at is None and r.drift < 0.01
+    assert trace and all(row["z"] > 0.62 for row in trace)  # held above standing height, feet off the floor

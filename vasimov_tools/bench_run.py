@@ -1,0 +1,362 @@
+"""``vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]``: scenario files run
+headless, in lockstep, in parallel processes, one JSON result per scenario.
+
+Each scenario runs through :func:`vasimov_tools.walk_bench.run_scenario` -- the closed loop of plant, firmware and
+policy backend that the lockstep graph is proven bit-identical to -- in a fresh ``spawn`` worker process, so a
+result depends only on the scenario, its seed, the model, the policy and the code, which the JSON records. The same
+suite therefore gives the same outcomes with 1 worker or N (``test_bench_run`` checks it); only the timing fields
+(``timing``: compute time of the backend, wall clock) differ from run to run, and so does a pass/fail that a file
+bases on ``max_compute_p99_ms``.
+
+``--ray ADDRESS`` (``local`` starts a local instance) runs the scenarios as Ray tasks instead; Ray is not a
+dependency of the twin (it is large): install it yourself (``pip install ray``), else the option exits with a
+message saying so.
+
+Outputs in ``DIR``: ``<scenario>.json`` per scenario (skipped ones too, with the reason), ``report.html`` (a
+self-contained page: table and plots, :mod:`vasimov_tools.bench_report`), and a text table on stdout. Exit status:
+0 when every scenario that ran passed, 1 when one failed or errored, 2 on a usage error or an invalid file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from vasimov_tools import scenarios as sc
+
+RESULT_FORMAT = 1
+TIMING_FIELDS = ("compute_p50_ms", "compute_p99_ms", "cpu_p50_ms", "cpu_p99_ms", "wall_seconds")
+DEFAULT_POLICY = "builtin"
+
+
+# -- provenance -------------------------------------------------------------------------------------------------------
+def code_version() -> str:
+    """The git commit of the code (``+dirty`` with uncommitted changes to tracked files), or the package version."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return "vasimov " + version("vasimov")
+        except PackageNotFoundError:
+            return "unknown"
+
+
+def model_sha256() -> str:
+    """sha256 of the MJCF text the plant compiles (the robot and scene the results were computed on)."""
+    from vasimov.model import build_mjcf
+
+    return hashlib.sha256(build_mjcf().encode("utf-8")).hexdigest()
+
+
+# -- one scenario (runs in a worker) ----------------------------------------------------------------------------------
+def run_one(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one scenario and return its JSON document. Never raises: a broken run is recorded as ``error``."""
+    from vasimov_tools import walk_bench as wb
+
+    scenario = task["scenario"]
+    doc: dict[str, Any] = {
+        "format": RESULT_FORMAT, "scenario": scenario.name, "source": task["source"], "seed": scenario.seed,
+        "policy": task["policy"], "model_sha256": task["model_sha256"], "code_version": task["code_version"],
+        "description": scenario.note, "duration": scenario.duration,
+        "pushes": [asdict(p) for p in scenario.pushes], "modes": [list(m) for m in scenario.modes],
+        "fall": fall_rule(scenario),
+    }
+    trace: list[dict[str, float]] = []
+    try:
+        factory = _factory(task["policy"])
+        r = wb.run_scenario(scenario, factory, trace=trace)
+    except Exception as exc:  # a broken backend/firmware is a result to report, not a crash of the whole suite
+        doc.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
+        return doc
+    result = asdict(r)
+    doc["status"] = "passed" if r.passed else "failed"
+    doc["outcome"] = {k: v for k, v in result.items() if k not in TIMING_FIELDS}
+    doc["timing"] = {k: result[k] for k in TIMING_FIELDS}
+    doc["trace"] = trace
+    return doc
+
+
+def fall_rule(scenario: Any) -> dict[str, float]:
+    """The fall rule the run applied: the scenario's own, else the bench's."""
+    from vasimov_tools import walk_bench as wb
+
+    h = wb.FALL_MIN_PELVIS_HEIGHT if scenario.min_pelvis_height is None else scenario.min_pelvis_height
+    gz = wb.FALL_MAX_GRAVITY_Z if scenario.max_gravity_z is None else scenario.max_gravity_z
+    return {"min_pelvis_height": h, "max_tilt_deg": math.degrees(math.acos(max(-1.0, min(1.0, -gz))))}
+
+
+def _factory(spec: str) -> Callable[..., Any]:
+    from vasimov_tools import walk_bench as wb
+
+    if spec == DEFAULT_POLICY:
+        return wb.default_backend_factory
+    from vasimov_edge.policy.registry import make_backend
+
+    backend = make_backend(spec)
+
+    def factory(**_options: object) -> Any:  # scenario options tune the built-in controller only
+        backend.reset()
+        return backend
+
+    return factory
+
+
+def skipped_doc(entry: sc.Entry, common: dict[str, Any]) -> dict[str, Any]:
+    return {"format": RESULT_FORMAT, "scenario": entry.name, "source": entry.source, "status": "skipped",
+            "reason": entry.skipped, **common}
+
+
+# -- progress ---------------------------------------------------------------------------------------------------------
+class Progress:
+    """Completed/passed/fell counts, the running scenarios and an ETA: one redrawn line on a terminal, plain lines
+    (one per finished scenario) otherwise, so logs of CI runs stay readable."""
+
+    def __init__(self, total: int, stream: TextIO, tty: bool | None = None, total_sim: float = 0.0) -> None:
+        self.total, self.stream = total, stream
+        self.total_sim, self.done_sim = total_sim, 0.0  # simulated seconds to run / run: the ETA's measure
+        self.tty = stream.isatty() if tty is None else tty
+        self.done = self.passed = self.fell = self.errors = 0
+        self.running: list[str] = []
+        self.t0 = time.monotonic()
+
+    def started(self, name: str) -> None:
+        self.running.append(name)
+        self._draw()
+
+    def finished(self, doc: dict[str, Any]) -> None:
+        name = doc["scenario"]
+        if name in self.running:
+            self.running.remove(name)
+        self.done += 1
+        status = doc["status"]
+        self.passed += status == "passed"
+        self.errors += status == "error"
+        fell = doc.get("outcome", {}).get("fell_at")
+        self.fell += fell is not None
+        if "outcome" in doc or status == "error":
+            self.done_sim += float(doc.get("duration", 0.0))
+        if self.tty:
+            self._draw()
+        else:
+            extra = f" fell at {fell:.2f} s" if fell is not None else ""
+            extra += f" ({doc.get('reason') or doc.get('error')})" if status in ("skipped", "error") else ""
+            print(f"[{self.done}/{self.total}] {name}: {status}{extra}  eta {self._eta()}", file=self.stream,
+                  flush=True)
+
+    def _eta(self) -> str:
+        """Remaining simulated seconds at the rate so far (skipped files take no time)."""
+        if self.done_sim <= 0.0:
+            return "?"
+        left = (time.monotonic() - self.t0) / self.done_sim * max(self.total_sim - self.done_sim, 0.0)
+        return f"{int(left // 60)}m{int(left % 60):02d}s"
+
+    def _draw(self) -> None:
+        if not self.tty:
+            return
+        width = 24
+        fill = round(width * self.done / max(self.total, 1))
+        running = ", ".join(self.running[:3]) + (" ..." if len(self.running) > 3 else "")
+        line = (f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} passed {self.passed} "
+                f"fell {self.fell} eta {self._eta()}  {running}")
+        cols = shutil.get_terminal_size((100, 24)).columns - 1  # one screen line, or \r cannot redraw it
+        self.stream.write(line[: cols + 1].ljust(cols + 1))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# -- runners ----------------------------------------------------------------------------------------------------------
+def run_tasks(tasks: list[dict[str, Any]], workers: int, progress: Progress,
+              on_done: Callable[[dict[str, Any]], None]) -> None:
+    """Run the tasks in ``workers`` spawned processes (longest first, so the last ones to start are short)."""
+    order = sorted(tasks, key=lambda t: -t["scenario"].duration)
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        pending: dict[cf.Future[dict[str, Any]], str] = {}
+        queue = list(order)
+        while queue or pending:
+            while queue and len(pending) < workers:
+                t = queue.pop(0)
+                pending[pool.submit(run_one, t)] = t["scenario"].name
+                progress.started(t["scenario"].name)
+            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                pending.pop(fut)
+                on_done(fut.result())
+
+
+def run_tasks_ray(tasks: list[dict[str, Any]], address: str, progress: Progress,
+                  on_done: Callable[[dict[str, Any]], None]) -> None:
+    """Run the tasks as Ray tasks (``address`` ``local``: a fresh local instance)."""
+    import ray  # checked importable by main()
+
+    ray.init(address=None if address == "local" else address)
+    try:
+        remote = ray.remote(num_cpus=1)(run_one)
+        refs = {}
+        for t in sorted(tasks, key=lambda t: -t["scenario"].duration):
+            refs[remote.remote(t)] = t["scenario"].name
+            progress.started(t["scenario"].name)
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+            for ref in ready:
+                refs.pop(ref)
+                on_done(ray.get(ref))
+    finally:
+        ray.shutdown()
+
+
+def ray_available() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# -- table ------------------------------------------------------------------------------------------------------------
+def format_table(docs: Sequence[dict[str, Any]]) -> str:
+    """The compact text table: one row per scenario in suite order (skipped and errored ones included)."""
+    w = max([24, *(len(d["scenario"]) for d in docs)])
+    head = f"{'scenario':<{w}} {'status':<8} {'fell':>6} {'along':>7} {'lat':>6} {'head':>6} {'track':>6}  notes"
+    lines = [head, "-" * len(head)]
+    for d in docs:
+        o = d.get("outcome")
+        if o is None:
+            lines.append(f"{d['scenario']:<{w}} {d['status']:<8} {'':>6} {'':>7} {'':>6} {'':>6} {'':>6}  "
+                         f"{d.get('reason') or d.get('error', '')}")
+            continue
+        fell = f"{o['fell_at']:.2f}" if o["fell_at"] is not None else "-"
+        lines.append(f"{d['scenario']:<{w}} {d['status']:<8} {fell:>6} {o['along']:7.2f} {o['lateral']:6.2f} "
+                     f"{o['heading']:6.2f} {o['tracking_error']:6.3f}  {'; '.join(o['failures'])}")
+    counts = {s: sum(d["status"] == s for d in docs) for s in ("passed", "failed", "error", "skipped")}
+    fell = sum(1 for d in docs if d.get("outcome", {}).get("fell_at") is not None)
+    lines.append(f"{len(docs)} scenarios: {counts['passed']} passed, {counts['failed']} failed ({fell} fell), "
+                 f"{counts['error']} errors, {counts['skipped']} skipped")
+    return "\n".join(lines)
+
+
+# -- command line -----------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="vasimov bench run", description=__doc__.splitlines()[0].strip("`"))
+    ap.add_argument("items", nargs="+", metavar="SUITE|FILE|DIR",
+                    help=f"shipped suites ({', '.join(sc.suite_names())}), scenario files or folders of them")
+    ap.add_argument("--out", default="bench_results", help="folder for the JSON results and report.html "
+                                                           "(default: %(default)s)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="parallel worker processes (default: the core count, %(default)s)")
+    ap.add_argument("--policy", default=None,
+                    help="backend for every scenario: builtin, hold, FILE.onnx or hf://REPO@REV (default: each "
+                         "file's policy, else builtin)")
+    ap.add_argument("--ray", metavar="ADDRESS", default=None,
+                    help="run on a Ray cluster (local: start a local instance); needs `pip install ray`")
+    ap.add_argument("--no-report", action="store_true", help="skip report.html")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.workers < 1:
+        print("vasimov bench run: --workers must be >= 1", file=sys.stderr)
+        return 2
+    if args.ray is not None and not ray_available():
+        print("vasimov bench run: --ray needs the `ray` package, which is not installed (it is not a dependency of "
+              "vasimov: `pip install ray`); without --ray the scenarios run in local worker processes",
+              file=sys.stderr)
+        return 2
+    try:
+        entries = sc.load_entries(args.items)
+    except sc.ScenarioError as exc:
+        print(f"vasimov bench run: {exc}", file=sys.stderr)
+        return 2
+    specs = {args.policy or e.policy or DEFAULT_POLICY for e in entries if e.scenario is not None}
+    for spec in sorted(specs - {DEFAULT_POLICY}):  # resolve (and verify) once, fail before any scenario runs
+        from vasimov_edge.policy.registry import make_backend
+
+        try:
+            make_backend(spec)
+        except Exception as exc:  # BackendSpecError, CheckpointError, onnxruntime errors: all user-facing
+            print(f"vasimov bench run: policy {spec!r}: {exc}", file=sys.stderr)
+            return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    common = {"model_sha256": model_sha256(), "code_version": code_version()}
+    docs: dict[str, dict[str, Any]] = {}
+    tasks = []
+    for e in entries:
+        if e.scenario is None:
+            docs[e.name] = skipped_doc(e, common)
+        else:
+            tasks.append({"scenario": e.scenario, "source": e.source,
+                          "policy": args.policy or e.policy or DEFAULT_POLICY, **common})
+    progress = Progress(len(entries), sys.stderr, total_sim=sum(t["scenario"].duration for t in tasks))
+
+    def on_done(doc: dict[str, Any]) -> None:
+        docs[doc["scenario"]] = doc
+        write_result(out, doc)
+        progress.finished(doc)
+
+    for name, doc in list(docs.items()):
+        on_done(doc)
+        docs[name] = doc
+    if tasks:
+        if args.ray is not None:
+            run_tasks_ray(tasks, args.ray, progress, on_done)
+        else:
+            run_tasks(tasks, min(args.workers, len(tasks)), progress, on_done)
+    progress.close()
+    ordered = [docs[e.name] for e in entries]
+    print(format_table(ordered))
+    if not args.no_report:
+        from vasimov_tools import bench_report
+
+        path = bench_report.write(out, ordered)
+        print(f"report: {path}")
+    return 0 if all(d["status"] in ("passed", "skipped") for d in ordered) else 1
+
+
+def write_result(out: Path, doc: dict[str, Any]) -> Path:
+    path = out / f"{doc['scenario']}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(_finite(doc), indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _finite(v: Any) -> Any:
+    """JSON has no inf/NaN: they become null."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_finite(x) for x in v]
+    return v
+
+
+if __name__ == "__main__":
+    sys.exit(main())
