@@ -27,7 +27,7 @@ from vasimov_tools.walk_bench import VelocityKeepalive, default_backend_factory,
 ROBOT_MASS_N = 32.2 * 9.81  # pelvis_link subtree weight (fact sheet ~32.2 kg)
 
 
-# -- the catalog -------------------------------------------------------------------------------------------------------
+# -- the catalog -----------------------------------------------------------------------------------------------------
 def test_the_catalog_has_the_issues_scenes_and_overrides():
     kinds = {b.kind for b in BASES.values()}
     assert kinds == {"flat", "slope", "stairs", "obstacles", "rough"}
@@ -68,7 +68,7 @@ def test_bad_seeds_are_refused():
             parse_scene("rough", seed=seed)  # type: ignore[arg-type]
 
 
-# -- the MJCF ------------------------------------------------------------------------------------------------------------
+# -- the MJCF --------------------------------------------------------------------------------------------------------
 def test_the_default_scene_leaves_the_model_byte_for_byte_unchanged():
     assert build_mjcf(scene=parse_scene("flat", seed=9)) == build_mjcf()
 
@@ -132,7 +132,7 @@ def test_the_heightfield_matches_its_heights_and_the_published_ground():
         assert hfield["heights"][i * hfield["ncol"] + j] == pytest.approx(heights[i, j], abs=1e-5)
 
 
-# -- standing in every scene ----------------------------------------------------------------------------------------
+# -- standing in every scene -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", [*BASES, "flat+wet", "flat+ice", "slope_15_down+ice"])
 def test_a_robot_lowered_from_the_gantry_stands_and_balances_in_every_scene(name):
     """`menlo stand -y && menlo balance -y` in lockstep (firmware core, built-in controller), then 2 s of balancing:
@@ -181,7 +181,7 @@ def decode(message):
     return cls.FromString(message.encode())
 
 
-# -- viewers -------------------------------------------------------------------------------------------------------------
+# -- viewers ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["flat", "stairs_10cm", "slope_15_down", "obstacles", "rough"])
 def test_the_ground_becomes_a_foxglove_scene_update(name):
     scene = parse_scene(name, seed=2)
@@ -209,7 +209,7 @@ def test_a_broken_scene_description_is_refused_not_drawn():
                                  "quat": [1, 0, 0, 0], "rgba": [1, 1, 1, 1]}]})
 
 
-# -- command line and plant node ---------------------------------------------------------------------------------------
+# -- command line and plant node -------------------------------------------------------------------------------------
 def test_vasimov_scenes_lists_every_scene_with_its_parameters(capsys):
     assert cli.main(["scenes"]) == 0
     out = capsys.readouterr().out
