@@ -135,6 +135,7 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
         params={"output": str(out), "lockstep": lockstep,
                 "expected_nodes": ",".join(n.name for n in desc.nodes),
                 "seed": int(desc.args.get("seed", "-1") or -1), "policy": desc.args.get("policy", ""),
+                "scene": desc.args.get("scene", ""),
                 "time_mode": "lockstep" if lockstep else "realtime", "launch_file": str(launch.resolve())})
     return dataclasses.replace(desc, nodes=(*desc.nodes, spec))
 
