@@ -5,6 +5,7 @@ the installed .msg files, not the recorder's typestore)."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import signal
 import socket
@@ -169,6 +170,10 @@ def test_lockstep_run_with_record_writes_a_complete_bag(tmp_path):
     assert prov.seed == 5 and prov.time_mode == "lockstep" and prov.policy_backend == "hold"
     assert prov.policy_sha256 == ""
     assert prov.git_commit == "unknown" or re.fullmatch(r"[0-9a-f]{40}", prov.git_commit)
+    # the scene (vasimov.scenes): in the bag's provenance data, and its latched description as a topic
+    assert json.loads(meta["custom_data"]["vasimov.provenance.scene"])["name"] == "flat"
+    (_, scene), = msgs[topics.SCENE]
+    assert json.loads(scene.data)["geoms"][0]["name"] == "floor"
 
 
 def _recorder(out: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:

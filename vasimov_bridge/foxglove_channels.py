@@ -67,10 +67,12 @@ class Bridged:
 class TopicBridge:
     """Channels for the graph's topics, the ROS subscriptions behind the watched ones, and the time broadcast."""
 
-    def __init__(self, node: Any, fox_context: foxglove.Context, tf: Any, own_channels: tuple[str, ...]) -> None:
+    def __init__(self, node: Any, fox_context: foxglove.Context, tf: Any, own_channels: tuple[str, ...],
+                 scene: Any = None) -> None:
         self.node = node  # graph queries, subscriptions, p, count, get_logger, server, wake
         self.fox = fox_context
         self.tf = tf  # foxglove_tf.TfPublisher: its channel is ours to watch, its inputs its own
+        self.scene = scene  # foxglove_scene.ScenePublisher: re-logs the scene for each new subscriber
         self.own_channels = own_channels
         self.loader = foxglove_schemas.MsgFileLoader()
         self.lock = threading.Lock()  # the tables below are written by SDK threads too
@@ -159,6 +161,8 @@ class TopicBridge:
         with self.lock:
             if channel_id == self.tf.channel.id():
                 (self.tf_clients.add if on else self.tf_clients.discard)(client)
+            elif self.scene is not None and channel_id == self.scene.channel.id():
+                (self.scene.clients.add if on else self.scene.clients.discard)(client)
             else:
                 b = self.by_channel.get(channel_id)
                 if b is not None:
@@ -171,6 +175,7 @@ class TopicBridge:
         with self.lock:
             plan = [(b, set(b.clients)) for b in self.bridged.values()]
             want_tf = bool(self.tf_clients)
+            scene_clients = set(self.scene.clients) if self.scene is not None else set()
         watched = want_tf or any(clients for _, clients in plan)
         # sim time costs a callback per physics step (thousands per second in lockstep): only for an audience
         if watched and self.clock_sub is None:
@@ -198,6 +203,8 @@ class TopicBridge:
                     b.channel.log(b.last, log_time=self.sim_ns)
                 b.served = set(clients)
         self.tf.watch(want_tf)
+        if self.scene is not None:
+            self.scene.reconcile(scene_clients)
 
     def forward(self, b: Bridged, data: bytes) -> None:
         """The raw CDR bytes as the publisher sent them, logged at their simulation time: the message's own

@@ -122,6 +122,7 @@ def build_layout() -> fl.Layout:
             "asimov1": fl.BaseRendererUrdfLayerSettings(source_type="topic", topic=topics.ROBOT_DESCRIPTION,
                                                         control_mode="transforms", display_mode="auto"),
         },
+        topics={topics.FOXGLOVE_SCENE: fl.BaseRendererSceneUpdateTopicSettings(visible=True)},  # the scene's ground
         camera_state=fl.ThreeDeeCameraState(distance=3.0, perspective=True, phi=65.0, theta_offset=45.0)))
     joints_tab = fl.SplitContainer(direction="column", items=[fl.SplitItem(content=_joint_plot(n))
                                                              for n in PLOT_JOINTS])

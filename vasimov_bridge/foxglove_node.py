@@ -12,6 +12,8 @@ the server with its front and the SDK glue (``foxglove_server``).
   a lockstep participant (``vasimov.lockstep_gate``).
 * Sim time from ``/clock`` is broadcast on the ``time`` capability, so the app's clock is the simulation's.
   With no client watching anything the node reads nothing at all (not even ``/clock``).
+* ``/vasimov/scene/entities`` (a Foxglove ``SceneUpdate`` channel, ``foxglove_scene``) draws the scene's ground
+  (slopes, stairs, obstacles, rough ground) from the plant's latched ``/vasimov/scene``.
 * ``/tf`` (a Foxglove ``FrameTransforms`` channel; tf2_msgs is not installable here) carries every link of the
   robot from ``/joint_states`` and the base pose of the ground-truth odometry (``kinematics_tf``), so the URDF
   on ``/robot_description`` moves in the 3D panel.
@@ -54,6 +56,7 @@ from vasimov_bridge.foxglove_channels import TopicBridge
 from vasimov_bridge.foxglove_front import SubprotocolFront
 from vasimov_bridge.foxglove_inlet import TeleopInlet
 from vasimov_bridge.foxglove_param_proxy import ParameterProxy
+from vasimov_bridge.foxglove_scene import ScenePublisher
 from vasimov_bridge.foxglove_server import Listener, SdkLogs, start_server
 from vasimov_bridge.foxglove_tf import TfPublisher
 
@@ -116,7 +119,9 @@ class FoxgloveBridgeNode(Node):
         self.fox = foxglove.Context()  # the node's own channels only, never the SDK's global context
         self.tf = TfPublisher(self, self.fox)
         self.stats_channel = foxglove.Channel(topics.FOXGLOVE_STATS, schema=_STATS_SCHEMA, context=self.fox)
-        self.topics = TopicBridge(self, self.fox, self.tf, own_channels=(topics.FOXGLOVE_TF, topics.FOXGLOVE_STATS))
+        self.scene = ScenePublisher(self, self.fox)
+        self.topics = TopicBridge(self, self.fox, self.tf, own_channels=(topics.FOXGLOVE_TF, topics.FOXGLOVE_STATS,
+                                                                         topics.FOXGLOVE_SCENE), scene=self.scene)
         self.inlet = TeleopInlet(self)
         self.param_proxy = ParameterProxy(self)
         self.add_on_set_parameters_callback(self.on_set_own_parameters)

@@ -36,6 +36,7 @@ from vasimov.ros import qos, topics
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import ros_session
+from vasimov.scenes import parse_scene
 from vasimov.sim_control import parse_push
 from vasimov_plant.lockstep import EXIT_LOCKSTEP_STALL, LockstepDriver
 from vasimov_plant.physics import MotorTargets, PhysicsError, PlantCore, validate_command
@@ -48,6 +49,8 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("duration", 0.0, "Simulated seconds to run before exiting 0 (0 = until stopped).", min=0.0, max=1e7),
     ParamSpec("seed", 0, "Seed for every random draw of the plant.", min=0, max=2**31 - 1),
     ParamSpec("viewer", False, "Open MuJoCo's passive viewer (needs a display)."),
+    ParamSpec("scene", "flat", "The world around the robot, BASE[+FRICTION] (vasimov.scenes; `vasimov scenes` lists "
+              "them): flat, slopes, stairs, obstacles, rough ground; +wet / +ice override the floor friction."),
     ParamSpec("gantry_height", 0.639, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
     ParamSpec("command_timeout", 0.1, "Real time only, once a participant is silent (answer_timeout): the last "
               "motor command is used while younger than this (sim s), then replaced by damping.", min=0.01, max=10.0),
@@ -94,8 +97,9 @@ class PlantNode(Node):
         super().__init__("plant")
         self.p = declare(self, PARAMS)
         self.decimation = int(self.p["control_decimation"])
+        scene = parse_scene(self.p["scene"], seed=int(self.p["seed"]))  # SceneError: a configuration error
         self.core = PlantCore(gantry_height=self.p["gantry_height"], seed=self.p["seed"],
-                              speed_torque_envelope=self.p["speed_torque_envelope"])
+                              speed_torque_envelope=self.p["speed_torque_envelope"], scene=scene)
         if abs(self.core.dt - self.p["physics_dt"]) > 1e-12:
             raise ValueError(f"physics_dt={self.p['physics_dt']} does not match the model timestep {self.core.dt}")
         self.control_period = self.core.dt * self.decimation
@@ -123,6 +127,7 @@ class PlantNode(Node):
         self.rejected_sim_control = 0
 
         self.pubs = PlantPublishers(self, self.decimation)
+        self.pubs.publish_scene(scene, self.core.model)
         self.create_subscription(MotorCommand, topics.MOTOR_COMMAND, self.on_motor_command, qos.LOOP)
         self.create_subscription(SimControl, topics.SIM_CONTROL, self.on_sim_control, qos.COMMANDS)
         # one driver per time mode (a bad participant list is a configuration error, raised here)
@@ -133,7 +138,7 @@ class PlantNode(Node):
         self.apply_damping()
         self.viewer = Viewer(self.core.model, self.core.data, self.get_logger().error) if self.p["viewer"] else None
         self.get_logger().info(
-            f"plant ready: dt={self.core.dt} s, control every {self.decimation} steps, "
+            f"plant ready: scene {scene.name}, dt={self.core.dt} s, control every {self.decimation} steps, "
             f"{'lockstep' if self.lockstep else 'real time x' + str(self.p['realtime_factor'])}")
 
     # -- time and steps ------------------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ from vasimov.model.mjcf import (
     SENSOR_VELOCIMETER,
     load_model,
 )
+from vasimov.model.terrain import SCENE_GROUP, ground_geom_ids
+from vasimov.scenes import Scene, parse_scene
 from vasimov_plant.motor_model import default_motor_model
 
 # Any |qvel| entry above this (rad/s or m/s) is treated as divergence: the fastest Asimov 1 motor peaks at
@@ -109,6 +111,7 @@ class PlantIndex:
     velocimeter_adr: int
     gantry_eq: int  # -1 when the model has no gantry weld
     floor_geom: int  # -1 when the model has no floor
+    geom_ground: NDArray[np.bool_]  # (ngeom,) the floor and every scene geom (colliding geoms of the world body)
     geom_foot_side: NDArray[np.int8]  # (ngeom,) 0 = not a foot contact geom, 1 = left, 2 = right
     body_ids: dict[str, int] = field(repr=False)
 
@@ -155,6 +158,9 @@ class PlantIndex:
             collides = (model.geom_bodyid == b) & ((model.geom_contype | model.geom_conaffinity) != 0)
             side[collides] = k
         side.setflags(write=False)
+        ground = np.zeros(model.ngeom, dtype=bool)
+        ground[ground_geom_ids(model)] = True
+        ground.setflags(write=False)
         body_ids = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b): b for b in range(1, model.nbody)}
 
         def frozen(values: list[int]) -> NDArray[np.intp]:
@@ -175,6 +181,7 @@ class PlantIndex:
             velocimeter_adr=sensor(SENSOR_VELOCIMETER, 3),
             gantry_eq=int(gantry),
             floor_geom=int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, FLOOR_GEOM)),
+            geom_ground=ground,
             geom_foot_side=side,
             body_ids=body_ids,
         )
@@ -234,12 +241,14 @@ class PlantCore:
         seed: int = 0,
         speed_torque_envelope: bool = False,
         max_speed: float = DEFAULT_MAX_SPEED,
+        scene: Scene | None = None,
     ) -> None:
         if not (np.isfinite(gantry_height) and gantry_height > 0.0):
             raise ValueError(f"gantry_height must be finite and > 0, got {gantry_height}")
         if not (np.isfinite(max_speed) and max_speed > 0.0):
             raise ValueError(f"max_speed must be finite and > 0, got {max_speed}")
-        self.model = load_model(gantry_height=gantry_height) if model is None else model
+        self.scene = parse_scene("") if scene is None else scene
+        self.model = load_model(gantry_height=gantry_height, scene=self.scene) if model is None else model
         self.data = mujoco.MjData(self.model)
         self.index = PlantIndex.from_model(self.model)
         self.motor = default_motor_model(speed_torque_envelope=speed_torque_envelope)
@@ -456,10 +465,10 @@ class PlantCore:
         d, ix = self.data, self.index
         self._foot_force[:] = 0.0
         ncon = d.ncon
-        if ncon == 0 or ix.floor_geom < 0:
+        if ncon == 0:
             return
         geoms = d.contact.geom
-        on_floor = (geoms[:, 0] == ix.floor_geom) | (geoms[:, 1] == ix.floor_geom)
+        on_floor = ix.geom_ground[geoms[:, 0]] | ix.geom_ground[geoms[:, 1]]
         side = np.maximum(ix.geom_foot_side[geoms[:, 0]], ix.geom_foot_side[geoms[:, 1]])
         sel = np.flatnonzero(on_floor & (side > 0) & (d.contact.efc_address >= 0))
         if sel.size == 0:
@@ -529,6 +538,19 @@ class PlantCore:
             right_force=right,
             time=float(d.time),
         )
+
+    def ground_height(self, x: float, y: float) -> float:
+        """Height (m, world) of the ground under (x, y): the floor or the scene's highest geom there (a ray cast
+        down onto group-0 geoms). On the default flat floor it is 0.0 without a ray. NaN where there is no ground."""
+        if self.scene.is_default:
+            return 0.0
+        top = 100.0
+        groups = np.zeros(mujoco.mjNGROUP, dtype=np.uint8)
+        groups[SCENE_GROUP] = 1
+        hit = np.full(1, -1, dtype=np.int32)
+        dist = mujoco.mj_ray(self.model, self.data, np.array([x, y, top]), np.array([0.0, 0.0, -1.0]), groups, 1, -1,
+                             hit)
+        return top - dist if dist >= 0.0 else math.nan
 
     def projected_gravity(self) -> NDArray[np.float64]:
         """Gravity direction in the IMU frame from the IMU orientation (``[0, 0, -1]`` when upright)."""

@@ -7,8 +7,10 @@ from the stepping, so the message layout (frames, units, which topics every N st
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
+import mujoco
 from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
@@ -18,9 +20,11 @@ from vasimov_msgs.msg import FootContacts, PlantFault, PlantState
 
 from vasimov import joints
 from vasimov.frames import rotate_inverse
+from vasimov.model.terrain import scene_geoms
 from vasimov.model.urdf import build_urdf
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
+from vasimov.scenes import Scene
 from vasimov_plant.physics import GroundTruth, SensorReading
 
 
@@ -56,6 +60,8 @@ class PlantPublishers:
         # the robot for viewers (Foxglove, RViz): latched, published once; link names = MuJoCo body names
         self.description = node.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
         self.description.publish(String(data=build_urdf()))
+        # the ground around it (vasimov.scenes), latched JSON: the Foxglove bridge draws it, bags keep it
+        self.scene = node.create_publisher(String, topics.SCENE, qos.LATCHED)
 
         self.m_clock = Clock()
         self.m_state = PlantState()
@@ -67,6 +73,10 @@ class PlantPublishers:
         self.m_odom.header.frame_id = "world"
         self.m_odom.child_frame_id = "pelvis_link"
         self.m_feet = FootContacts()
+
+    def publish_scene(self, scene: Scene, model: mujoco.MjModel) -> None:
+        """The scene's name, parameters and seed, and its ground as compiled (``terrain.scene_geoms``)."""
+        self.scene.publish(String(data=json.dumps({**scene.describe(), "geoms": scene_geoms(model)})))
 
     @property
     def streams(self) -> list:

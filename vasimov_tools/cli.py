@@ -1,7 +1,8 @@
 """`vasimov`: the command line of the twin for pip-only users (no ros2 CLI, no ros2 launch here).
 
-    vasimov up [--lockstep --duration S] [--seed N] [--policy SPEC] [--script FILE] [--viewer] [--record DIR]
-               [ARG:=VALUE ...]
+    vasimov up [--lockstep --duration S] [--seed N] [--scene NAME[+FRICTION]] [--policy SPEC] [--script FILE]
+               [--viewer] [--record DIR] [ARG:=VALUE ...]
+    vasimov scenes [--json]
     vasimov record DIR [--exclude REGEX] [--compression zstd|none]
     vasimov topics [--window S]
     vasimov echo TOPIC [--once] [--count N] [--json]
@@ -46,6 +47,8 @@ def cmd_up(ns: argparse.Namespace) -> int:
         overrides["seed"] = str(ns.seed)
     if ns.policy is not None:
         overrides["policy"] = ns.policy
+    if ns.scene is not None:
+        overrides["scene"] = ns.scene
     if ns.script is not None:
         script = Path(ns.script).resolve()
         if not script.is_file():
@@ -58,6 +61,7 @@ def cmd_up(ns: argparse.Namespace) -> int:
         desc = launch_file.load(ns.launch, overrides)
         if ns.record is not None:
             desc = with_recorder(desc, Path(ns.launch), overrides, Path(ns.record))
+        _check_scene(desc.args)
     except launch_file.LaunchFileError as exc:
         print(f"vasimov up: {exc}", file=sys.stderr)
         return 2
@@ -70,6 +74,32 @@ def cmd_up(ns: argparse.Namespace) -> int:
         print(f"vasimov up: {exc}", file=sys.stderr)
         return 2
     return supervisor.run()
+
+
+def _check_scene(args: dict[str, str]) -> None:
+    """An unknown scene is a configuration error before any node starts (the plant refuses it too)."""
+    from vasimov.scenes import SceneError, parse_scene
+
+    if "scene" in args:
+        try:
+            parse_scene(args["scene"])
+        except SceneError as exc:
+            raise launch_file.LaunchFileError(f"{exc} (vasimov scenes lists them)") from exc
+
+
+def cmd_scenes(ns: argparse.Namespace) -> int:
+    import json
+
+    from vasimov.scenes import BASES, FRICTIONS, format_catalog, parse_scene
+
+    if ns.json:
+        print(json.dumps({"scenes": [parse_scene(n).describe() | {"description": b.description, "seeded": b.seeded}
+                                     for n, b in BASES.items()],
+                          "frictions": [{"name": f.name, "mu": f.mu, "description": f.description}
+                                        for f in FRICTIONS.values()]}))
+    else:
+        print(format_catalog())
+    return 0
 
 
 # -- recording and graph introspection (vasimov_tools.record, vasimov_tools.introspect) ------------------------------
@@ -106,6 +136,7 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
         params={"output": str(out), "lockstep": lockstep,
                 "expected_nodes": ",".join(n.name for n in desc.nodes),
                 "seed": int(desc.args.get("seed", "-1") or -1), "policy": desc.args.get("policy", ""),
+                "scene": desc.args.get("scene", ""),
                 "time_mode": "lockstep" if lockstep else "realtime", "launch_file": str(launch.resolve())})
     return dataclasses.replace(desc, nodes=(*desc.nodes, spec))
 
@@ -203,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--lockstep", action="store_true", help="closed loop in lockstep, as fast as possible")
     up.add_argument("--duration", type=float, help="simulated seconds to run, then exit 0")
     up.add_argument("--seed", type=int)
+    up.add_argument("--scene", metavar="NAME[+FRICTION]", help="world around the robot (vasimov scenes lists them)")
     up.add_argument("--policy", help="builtin | hold | PATH.onnx | hf://REPO@REVISION")
     up.add_argument("--script", help="YAML command script fed to the firmware at its ticks")
     up.add_argument("--viewer", action="store_true", help="open MuJoCo's passive viewer on the plant")
@@ -210,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--record", metavar="DIR", help="also record every topic into a rosbag2 directory (MCAP)")
     up.add_argument("launch_args", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
     up.set_defaults(func=cmd_up)
+
+    scn = sub.add_parser("scenes", help="list the scenes and friction overrides with their parameters")
+    scn.add_argument("--json", action="store_true", help="one JSON object")
+    scn.set_defaults(func=cmd_scenes)
 
     rec = sub.add_parser("record", help="record every topic of the running graph into a rosbag2 directory (MCAP)")
     rec.add_argument("dir", help="bag directory to create (must not exist)")

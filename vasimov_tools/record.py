@@ -50,6 +50,7 @@ from vasimov.ros.lockstep import announce_ready
 from vasimov.ros.message_types import MessageTypeError, message_class
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
+from vasimov.scenes import Scene, SceneError, parse_scene
 from vasimov.stop_signals import stop_on_signals
 from vasimov_tools import bag
 from vasimov_tools.introspect import adapted_qos, publisher_qos_flags
@@ -79,6 +80,8 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("seed", -1, "Seed of the run for provenance; -1 = read the plant node's `seed` parameter.",
               min=-1, max=2**31 - 1),
     ParamSpec("policy", "", "Policy spec for provenance; '' = read the policy node's `backend` parameter."),
+    ParamSpec("scene", "", "Scene for provenance (vasimov.scenes, NAME[+FRICTION]); '' = read the plant node's "
+              "`scene` parameter (flat when it cannot be read)."),
     ParamSpec("time_mode", "", "realtime or lockstep for provenance; '' = read the plant node's `lockstep`.",
               choices=("", "realtime", "lockstep")),
     ParamSpec("launch_file", "", "Launch file hashed into provenance ('' = the installed bringup.launch.yaml)."),
@@ -95,11 +98,12 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def model_sha256() -> str:
-    """SHA-256 of the MJCF text the twin builds (``vasimov.model.mjcf.build_mjcf()``, UTF-8)."""
+def model_sha256(scene: Scene | None = None) -> str:
+    """SHA-256 of the MJCF text the twin builds (``vasimov.model.mjcf.build_mjcf(scene=...)``, UTF-8): the robot
+    and the ground of the run's scene (the default flat floor hashes as the bare model)."""
     from vasimov.model.mjcf import build_mjcf
 
-    return sha256_bytes(build_mjcf().encode("utf-8"))
+    return sha256_bytes(build_mjcf(scene=scene).encode("utf-8"))
 
 
 def config_files(config_dir: Path, launch_file: Path) -> list[Path]:
@@ -200,6 +204,7 @@ class RecorderNode(Node):
         self.last_rx = time.monotonic()
         self.provenance: ProvenanceInfo | None = None
         self.provenance_notes: dict[str, str] = {}
+        self.scene: Scene = parse_scene("")
         self.pub_provenance = self.create_publisher(Provenance, topics.PROVENANCE, qos.LATCHED)
         self.create_timer(self.p["discovery_period"], self.discover)
         role = "lockstep participant" if not self.gate_open else "joining the graph"
@@ -218,13 +223,14 @@ class RecorderNode(Node):
         self.pub_provenance.publish(self.provenance.to_msg(stamp))
         custom = {f"vasimov.provenance.{k}": str(v) for k, v in asdict(self.provenance).items()}
         custom.update({f"vasimov.provenance_note.{k}": v for k, v in self.provenance_notes.items()})
+        custom["vasimov.provenance.scene"] = json.dumps(self.scene.describe())
         custom["vasimov.timestamps"] = "simulated time (message stamp, else latest /clock)"
         for k, v in custom.items():
             self.bag.writer.set_custom_data(k, v)
         p = self.provenance
         self.get_logger().info(f"provenance: model {p.model_sha256[:12]}, config {p.config_sha256[:12]}, policy "
                                f"{p.policy_backend!r} {p.policy_sha256[:12] or '(no file)'}, git {p.git_commit[:12]}, "
-                               f"seed {p.seed}, {p.time_mode}")
+                               f"seed {p.seed}, {p.time_mode}, scene {self.scene.name}")
         self.discover()
 
     def _provenance(self, executor: SingleThreadedExecutor) -> ProvenanceInfo:
@@ -239,10 +245,13 @@ class RecorderNode(Node):
             config = UNKNOWN
             self.provenance_notes["config_sha256"] = f"cannot read: {exc}"
         seed, policy, mode = self.p["seed"], self.p["policy"], self.p["time_mode"]
-        if seed < 0 or not mode:
-            got = self._ask(executor, PLANT_NODE, ["seed", "lockstep"])
+        scene_text = self.p["scene"]
+        if seed < 0 or not mode or not scene_text:
+            got = self._ask(executor, PLANT_NODE, ["seed", "lockstep", "scene"])
             if seed < 0:
                 seed = got.get("seed", -1)
+            if not scene_text:
+                scene_text = str(got.get("scene", ""))
             if not mode and "lockstep" in got:
                 mode = "lockstep" if got["lockstep"] else "realtime"
         if not policy:
@@ -252,11 +261,17 @@ class RecorderNode(Node):
             self.get_logger().warning("provenance: seed unknown (no plant parameter service answered); "
                                       "the bag says seed 0 with a note in its custom data")
             seed = 0
+        try:
+            self.scene = parse_scene(scene_text, seed=int(seed))
+        except SceneError as exc:
+            self.provenance_notes["scene"] = f"unreadable ({exc}); recorded as flat"
+            self.scene = parse_scene("", seed=int(seed))
         head, dirty = git_state(Path(__file__).resolve().parent.parent)
         if dirty:
             self.provenance_notes["git_commit"] = "work tree has uncommitted changes"
-        return ProvenanceInfo(model_sha256=model_sha256(), config_sha256=config, policy_backend=policy or UNKNOWN,
-                              policy_sha256=policy_sha256(policy), git_commit=head, seed=int(seed),
+        return ProvenanceInfo(model_sha256=model_sha256(self.scene), config_sha256=config,
+                              policy_backend=policy or UNKNOWN, policy_sha256=policy_sha256(policy),
+                              git_commit=head, seed=int(seed),
                               time_mode=mode or UNKNOWN, vasimov_version=vasimov_version())
 
     def _ask(self, executor: SingleThreadedExecutor, node: str, names: list[str], timeout: float = 3.0) -> dict:

@@ -12,7 +12,8 @@ to. The backend sees only what the robot's policy sees; the plant's ground truth
 
 Scores (all along/relative to the pose at the moment the scenario starts):
 
-* ``fell``: first time the pelvis is below ``min_pelvis_height`` or projected-gravity z is above ``max_gravity_z``
+* ``fell``: first time the pelvis is below ``min_pelvis_height`` (above the ground under it: scenes have slopes and
+  steps) or projected-gravity z is above ``max_gravity_z``
   (the firmware's own fall latch, at a 60 deg tilt, comes later and is what the SDK sees);
 * ``along`` / ``lateral``: pelvis displacement along / across the start heading; ``drift``: horizontal norm;
 * ``heading``: signed heading change (unwrapped);
@@ -40,6 +41,7 @@ import numpy as np
 from vasimov.commands import DampCommand, StandCommand, VelocityCommand
 from vasimov.control_rate import CONTROL_DT
 from vasimov.frames import projected_gravity
+from vasimov.scenes import Scene, SceneError, parse_scene
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
 from vasimov_tools.closed_loop import ClosedLoop
@@ -262,15 +264,17 @@ def run_scenario(
     on_tick: Callable[[float, PolicyBackend, PlantCore], None] | None = None,
     trace: list[dict[str, float]] | None = None,
     trace_every: int = 5,
+    scene: Scene | None = None,
 ) -> Result:
-    """Run one scenario from boot (stand, balance, settle) to its end (or the fall) and score it.
+    """Run one scenario from boot (stand, balance, settle) to its end (or the fall) and score it, in ``scene``
+    (``vasimov.scenes``; default the flat floor).
 
     ``trace``, when given, receives every ``trace_every``-th tick's sample (scenario time, position and heading
     relative to the start pose, commanded and measured body-frame velocity, tilt, pelvis height) for plots.
     """
     wall0 = time.perf_counter()
     backend = backend_factory(**dict(scenario.backend_options))
-    loop = ClosedLoop.create(backend, seed=scenario.seed)
+    loop = ClosedLoop.create(backend, seed=scenario.seed, scene=scene)
     plant = loop.plant
     if abs(loop.control_period - CONTROL_DT) > 1e-9:
         raise ValueError(f"control period {loop.control_period} s is not the bench's {CONTROL_DT} s")
@@ -315,7 +319,8 @@ def run_scenario(
         cpu.append(rec.policy_cpu_seconds)
         tr = plant.truth()
         gz = float(projected_gravity(tr.base_quat)[2])
-        min_h = min(min_h, float(tr.base_pos[2]))
+        height = float(tr.base_pos[2]) - plant.ground_height(float(tr.base_pos[0]), float(tr.base_pos[1]))
+        min_h = min(min_h, height)
         max_gz = max(max_gz, gz)
         heading += (tr.base_yaw - yaw_prev + math.pi) % (2.0 * math.pi) - math.pi
         yaw_prev = tr.base_yaw
@@ -335,7 +340,7 @@ def run_scenario(
             })
         if on_tick is not None:
             on_tick(t, backend, plant)
-        if fell_at is None and (tr.base_pos[2] < min_pelvis_height or gz > max_gravity_z):
+        if fell_at is None and (height < min_pelvis_height or gz > max_gravity_z):
             fell_at = t + CONTROL_DT
             if stop_on_fall:
                 break
@@ -429,7 +434,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="drive the scenarios through the full node graph with the real menlo-sdk over UDP (one "
                          "fresh `vasimov up` per scenario, lockstep unless --realtime); vasimov_tools.walk_bench_graph")
     ap.add_argument("--realtime", action="store_true", help="with --graph: run the graph in real time")
+    ap.add_argument("--scene", default="", help="scene to walk in (vasimov scenes; default flat): NAME[+FRICTION]")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the scene's layout (obstacles, rough)")
     args = ap.parse_args(argv)
+    try:
+        scene = parse_scene(args.scene, seed=args.seed)
+    except SceneError as exc:
+        ap.error(str(exc))
+    if args.graph and not scene.is_default:
+        ap.error("--scene runs in the single-process bench only (run the graph with vasimov up --scene)")
     if args.realtime and not args.graph:
         ap.error("--realtime needs --graph (the single-process bench is lockstep only)")
     factory = default_backend_factory
@@ -452,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return backend
     results = []
     for n in names:
-        r = run_scenario(scenarios[n], factory)
+        r = run_scenario(scenarios[n], factory, scene=scene)
         results.append(r)
         print(json.dumps(asdict(r)), flush=True)
     print(format_table(results))

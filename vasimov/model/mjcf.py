@@ -27,6 +27,8 @@ import mujoco
 import numpy as np
 
 from vasimov.joints import BY_SIM_NAME, SIM_NAMES, facts
+from vasimov.model import terrain
+from vasimov.scenes import Scene
 
 MODEL_NAME = "asimov1"
 ROOT_BODY = "pelvis_link"
@@ -291,6 +293,7 @@ def build_mjcf(
     passive_damping: bool = False,
     gantry_height: float = DEFAULT_GANTRY_HEIGHT,
     foot_torsional_friction: float | None = None,
+    scene: Scene | None = None,
 ) -> str:
     """The Asimov 1 scene as MJCF text.
 
@@ -307,6 +310,9 @@ def build_mjcf(
     ~2.5 N*m with 0.005 m; two toe spheres 6.1 -> 6.4 N*m; four spheres ~17 N*m either way. 0.005 m (the sheet's
     own, so far unused, MuJoCo default; ~(2/3) mu a for a ~1 cm rubber patch) is the physically plausible value.
     Off by default: it is not in the sheet's contact model, and the built-in walker's results do not change with it.
+
+    ``scene`` (``vasimov.scenes.parse_scene``): the ground around the robot (``vasimov.model.terrain``); ``None`` or
+    the default scene (flat, no friction override) leaves the text exactly as without it.
     """
     if not math.isfinite(gantry_height):
         raise ValueError(f"gantry_height must be finite, got {gantry_height}")
@@ -323,9 +329,10 @@ def build_mjcf(
 
     world = ET.SubElement(root, "worldbody")
     ET.SubElement(world, "light", name="sun", pos="0 0 4", dir="0 0 -1", directional="true", diffuse="0.7 0.7 0.7")
+    floor_el = None
     if floor:
         fl = sim["floor_geom"]
-        ET.SubElement(
+        floor_el = ET.SubElement(
             world,
             "geom",
             name=FLOOR_GEOM,
@@ -336,6 +343,8 @@ def build_mjcf(
             priority=str(int(fl["priority"])),
             material="grid",
         )
+    if scene is not None and not scene.is_default:
+        terrain.add_scene(root, world, floor_el, scene)
     for top in children_of.get("world", []):
         _add_body(world, top, children_of, passive_damping=passive_damping)
 

@@ -19,8 +19,10 @@ SDK_DATAGRAMS = "/vasimov/sdk/datagrams"
 CMD_VEL = "/cmd_vel"  # geometry_msgs/Twist teleop (Foxglove), handed to the arbiter as source FOXGLOVE
 PROVENANCE = "/vasimov/provenance"
 ROBOT_DESCRIPTION = "/robot_description"
+SCENE = "/vasimov/scene"  # std_msgs/String JSON, latched: the scene's name, parameters, seed and ground geoms
 
 # Foxglove bridge (vasimov_bridge.foxglove_node)
 TELEOP_MODE = "/vasimov/teleop/mode"  # std_msgs/String from a Foxglove client: stand | damp | balance
 FOXGLOVE_TF = "/tf"  # Foxglove-only channel (foxglove.FrameTransforms): every link from the simulated state
+FOXGLOVE_SCENE = "/vasimov/scene/entities"  # Foxglove-only channel (foxglove.SceneUpdate): the scene's ground
 FOXGLOVE_STATS = "/vasimov/foxglove/stats"  # Foxglove-only JSON channel: the bridge's counters and bound port
