@@ -106,7 +106,7 @@ def test_results_record_their_provenance(one_and_two_workers):
     assert docs["tiny_damp"]["modes"] == [[0.3, "damp"]]
     assert docs["tiny_damp"]["fall"] == {"min_pelvis_height": 0.45, "max_tilt_deg": pytest.approx(36.87, abs=0.01)}
     stairs = docs["tiny_stairs"]
-    assert stairs["status"] == "skipped" and "only 'flat'" in stairs["reason"]
+    assert stairs["status"] == "skipped" and "does not model" in stairs["reason"]
 
 
 def test_report_is_one_self_contained_page_with_table_and_plots(one_and_two_workers):

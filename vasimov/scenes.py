@@ -147,6 +147,14 @@ def parse_scene(text: str, seed: int = 0) -> Scene:
     return Scene(base, friction, seed)
 
 
+def custom_friction(mu: float) -> Friction:
+    """A floor friction override by coefficient (scenario files: ``friction: 0.3``), for benches that name a number
+    rather than one of ``FRICTIONS``."""
+    if isinstance(mu, bool) or not isinstance(mu, int | float) or not 0.0 < mu <= 2.0:
+        raise SceneError(f"friction must be a number in (0, 2], got {mu!r}")
+    return Friction(f"mu{mu:g}", float(mu), f"floor friction {mu:g} (a scenario's override)", "the scenario file")
+
+
 def format_catalog() -> str:
     """The text of ``vasimov scenes``: every base with its parameters, then the friction overrides and the syntax."""
     w = max(len(n) for n in BASES)

@@ -10,9 +10,9 @@ Two kinds of rejection:
 * :class:`ScenarioError`: the file is wrong (a typo, a missing field, a value out of range). The message names the
   file, the field and the reason.
 * :class:`UnsupportedScenarioError` (a subclass): the file is well formed but asks for something the twin cannot run yet
-  -- a scene other than ``flat``, a foot friction, injected faults or link impairment, whose fields are reserved
-  for the scene catalog, fault injection and link impairment work. A suite that holds such files still loads; the
-  runner reports them as skipped with the reason, so Menlo's 39-scenario viewer suite keeps all of its files.
+  -- one of Menlo's viewer terrain courses (``terrain/...``: this twin's own scenes are ``vasimov scenes``), injected
+  faults or link impairment, whose fields are reserved. A suite that holds such files still loads; the runner reports
+  them as skipped with the reason, so Menlo's 39-scenario viewer suite keeps all of its files.
 
 Suites are folders of ``*.yaml`` files (sorted by file name) shipped in ``vasimov_tools/suites/``: ``standard`` (the
 walking issue's required scenarios), ``goals`` (beyond the requirement) and ``viewer`` (Menlo's viewer bench,
@@ -37,7 +37,6 @@ FORMAT_VERSION = 1
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 BOOT_STATES = ("balance", "stand", "limp")
 MODES = ("stand", "balance", "damp")
-SUPPORTED_SCENES = ("flat",)
 DEFAULT_PUSH_DURATION = 0.15  # s, the viewer bench's rapid push
 NAME_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
@@ -181,20 +180,33 @@ def _policy_options(src: str, raw: Any) -> tuple[tuple[str, object], ...]:
     return tuple((str(k), v) for k, v in opts.items())
 
 
-def _reserved(src: str, doc: Mapping[str, Any]) -> None:
-    """Fields other work fills in; until then only their neutral values run (UnsupportedScenarioError otherwise)."""
-    unsupported = UnsupportedScenarioError
+def _scene(src: str, doc: Mapping[str, Any], seed: int) -> tuple[str, float | None]:
+    """``scene`` (vasimov.scenes syntax, e.g. ``slope_10_up+ice``) and ``friction`` (a coefficient overriding the
+    scene's floor). Menlo's viewer terrain courses (``terrain/...``) have no model here yet: unsupported, not wrong."""
+    from vasimov.scenes import SceneError, custom_friction, parse_scene
+
     scene = doc.get("scene", "flat")
     if not isinstance(scene, str):
         raise ScenarioError(src, "scene", f"must be a scene name, got {scene!r}")
-    if scene not in SUPPORTED_SCENES:
-        raise unsupported(src, "scene", f"{scene!r} is not available yet: only 'flat' runs until the scene catalog "
-                                        "lands (scenes work, `--scene`)")
+    if scene.startswith("terrain/"):
+        raise UnsupportedScenarioError(src, "scene", f"{scene!r} is a course of Menlo's viewer bench, which this twin "
+                                                     "does not model (see `vasimov scenes` for the scenes it has)")
+    try:
+        parse_scene(scene, seed=seed)
+    except SceneError as exc:
+        raise ScenarioError(src, "scene", str(exc)) from None
     friction = doc.get("friction")
     if friction is not None:
-        _number(src, "friction", friction, lo=0.0, lo_open=True)
-        raise unsupported(src, "friction", f"foot friction {friction:g} is not available yet: only the model's "
-                                           "nominal friction (omit the field) runs until the scene catalog lands")
+        try:
+            custom_friction(friction)
+        except SceneError as exc:
+            raise ScenarioError(src, "friction", str(exc)) from None
+    return scene, (None if friction is None else float(friction))
+
+
+def _reserved(src: str, doc: Mapping[str, Any]) -> None:
+    """Fields other work fills in; until then only their neutral values run (UnsupportedScenarioError otherwise)."""
+    unsupported = UnsupportedScenarioError
     faults = doc.get("faults")
     if faults not in (None, []):
         if not isinstance(faults, list):
@@ -238,6 +250,7 @@ def parse(doc: Any, source: str, default_name: str) -> tuple[Any, str | None]:
     if "duration" not in doc:
         raise ScenarioError(src, "duration", "missing (seconds of scenario after boot)")
     duration = _number(src, "duration", doc["duration"], lo=0.0, lo_open=True, hi=3600.0)
+    scene, friction = _scene(src, doc, seed)
     _reserved(src, doc)
     commands, modes = _commands(src, doc.get("commands"), duration)
     pushes = _pushes(src, doc.get("pushes"), duration)
@@ -270,7 +283,8 @@ def parse(doc: Any, source: str, default_name: str) -> tuple[Any, str | None]:
             ckw[key] = _number(src, field, value, lo=0.0)
     scenario = Scenario(
         name, duration, commands, pushes, Criteria(**ckw), _policy_options(src, doc.get("policy_options")),
-        note=description.strip(), seed=seed, boot=boot, settle_time=settle, modes=modes, **fall_kw,
+        note=description.strip(), seed=seed, boot=boot, settle_time=settle, modes=modes, scene=scene,
+        friction=friction, **fall_kw,
     )
     return scenario, (policy.strip() if policy else None)
 

@@ -34,14 +34,14 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from vasimov.commands import DampCommand, StandCommand, VelocityCommand
 from vasimov.control_rate import CONTROL_DT
 from vasimov.frames import projected_gravity
-from vasimov.scenes import Scene, SceneError, parse_scene
+from vasimov.scenes import Scene, SceneError, custom_friction, parse_scene
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
 from vasimov_tools.closed_loop import ClosedLoop
@@ -98,6 +98,13 @@ class Scenario:
     boot: str = "balance"  # balance: stand, balance when armed, settle; stand: stand only; limp: nothing sent
     settle_time: float | None = None  # s between boot and the scenario's clock (None: run_scenario's)
     modes: tuple[tuple[float, str], ...] = ()  # (t, "stand"|"damp"): sent once; no velocity until the next entry
+    scene: str = "flat"  # vasimov.scenes syntax NAME[+FRICTION]; seeded layouts use ``seed``
+    friction: float | None = None  # a floor friction coefficient overriding the scene's (None: the scene's own)
+
+    def build_scene(self) -> Scene:
+        """The scene this scenario runs in (a SceneError names what is wrong)."""
+        scene = parse_scene(self.scene, seed=self.seed)
+        return scene if self.friction is None else replace(scene, friction=custom_friction(self.friction))
 
     def command_at(self, t: float) -> np.ndarray:
         cmd = self.commands[0][1:]
@@ -154,15 +161,15 @@ def standard_scenarios() -> dict[str, Scenario]:
     return {**load_suite("standard"), **load_suite("goals")}
 
 
-VIEWER_SETS = ("locomotion", "distance", "push_standing", "push_walking", "push_sustained")
+VIEWER_SETS = ("locomotion", "distance", "push_standing", "push_walking", "push_sustained", "friction")
 
 
 def viewer_scenarios() -> dict[str, Scenario]:
     """Menlo's viewer bench (``benchmarks_in_viewer`` in the fact sheet), the runnable part of the ``viewer`` suite
     (vasimov_tools.viewer_suite generates its files): its command profiles, pushes and failure criterion (root below
     0.35 m or torso tilt above 78.5 deg), reported as goals. Its commands reach 0.6-1.0 m/s, beyond the SDK
-    envelope and the built-in gait (which clips them); friction and terrain files need floors the model does not
-    have yet and are skipped. Push directions are taken in the world frame (the files' frame is not stated)."""
+    envelope and the built-in gait (which clips them); the friction files run with their floor friction; the terrain
+    courses are not modelled and are skipped. Push directions are taken in the world frame (the files' frame is not stated)."""
     from vasimov_tools.scenarios import load_suite
 
     return load_suite("viewer")
@@ -274,7 +281,7 @@ def run_scenario(
     """
     wall0 = time.perf_counter()
     backend = backend_factory(**dict(scenario.backend_options))
-    loop = ClosedLoop.create(backend, seed=scenario.seed, scene=scene)
+    loop = ClosedLoop.create(backend, seed=scenario.seed, scene=scenario.build_scene() if scene is None else scene)
     plant = loop.plant
     if abs(loop.control_period - CONTROL_DT) > 1e-9:
         raise ValueError(f"control period {loop.control_period} s is not the bench's {CONTROL_DT} s")
