@@ -193,6 +193,9 @@ class FakeRobot:
         self.firmware_epoch = 0  # differs from epoch to play a firmware that has not restarted yet
         self.velocity_command = (0.25, 0.0, -0.5)
         self.sent: dict[tuple[int, int], PlantState] = {}
+        self.firmware_lag = 0  # ticks the firmware states trail the plant's on the wire (a starved reader's view)
+        self.answered = True  # False: the plant steps on with tick 0's answer, as under its watchdog
+        self.lagging: list[FirmwareState] = []
 
     @staticmethod
     def position(step: int) -> np.ndarray:
@@ -207,9 +210,13 @@ class FakeRobot:
                            alerts=[Alert(id=0, severity=1, value=7, threshold=5, first_set_us=1000, name="test")],
                            velocity_command=self.velocity_command, thermal_model_active=True,
                            motor_temperature=TEMPERATURES, counter_names=["accepted_stand"], counter_values=[1])
-        self.firmware.publish(fw)
+        self.lagging.append(fw)
+        while len(self.lagging) > self.firmware_lag:
+            self.firmware.publish(self.lagging.pop(0))
         for step in range(4 * k + 1, 4 * k + 5):
             m = plant_state(step, epoch=epoch, position=self.position(step), gyro=(0.1, -0.2, 0.3))
+            if not self.answered:
+                m.command_tick = 0
             with self.lock:
                 self.sent[(epoch, step)] = m
             self.states.publish(m)

@@ -27,6 +27,7 @@ from vasimov_msgs.msg import PlantFault, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import joints, motor_space
+from vasimov.alerts import ALERT_FIRMWARE_STALL
 from vasimov.ros import qos, topics
 
 pytestmark = pytest.mark.node
@@ -167,6 +168,29 @@ def test_sdk_commands_in_robot_commands_out_and_sim_requests(bridge):
     assert status == 409 and "non_finite" in json.dumps(reply), reply
     assert probe.count(topics.SIM_CONTROL) == 2
     node.wait_log(r"plant fault in life 0: non_finite: qpos is NaN", 10)
+
+
+def test_a_late_firmware_part_of_an_answered_tick_is_never_reported_as_a_stall(bridge):
+    """The firmware states trail the plant's by 10 control ticks on the wire (a loaded machine starving the bridge),
+    but every plant sample says the edge answered its tick (command_tick): frames wait for their firmware part and
+    never report FIRMWARE_STALL -- which the SDK reads as a latched fault (`stand()` raised RobotFaultedError).
+    When the plant steps on without answers (its watchdog), the same lag is a stall: DAMP with the alert."""
+    _node, probe, receiver, _cmd_port, api = bridge
+    fake = FakeRobot(probe)
+    fake.firmware_lag = 10
+    wait_for(lambda: publishers_matched(fake.states, fake.firmware, fake.odom), 40, "the bridge's topics to match")
+    stall_flag = 1 << (1 + ALERT_FIRMWARE_STALL)
+    with Repeater(fake.publish_once):
+        frames = wait_for(lambda: len(f := receiver.all()) >= 120 and f, 30, "120 state frames")
+        assert not [f for f in frames if f.error_flags & stall_flag], "a late firmware part reported as a stall"
+        first = next(i for i, f in enumerate(frames) if f.mode == Mode.STAND)  # before: booting, no firmware part
+        assert all(f.mode == Mode.STAND for f in frames[first:])
+        counters = http("GET", f"{api}/api/sim/counters")[1]
+        assert counters["state_frames_held_for_firmware"] > 0 and counters["state_frames_stale_firmware"] == 0
+        fake.answered = False  # the plant's watchdog: steps driven by an old answer, the firmware 10 ticks behind
+        n = len(receiver.all())
+        wait_for(lambda: any(f.error_flags & stall_flag for f in receiver.all()[n:]), 30, "the stall reported")
+    assert http("GET", f"{api}/api/sim/counters")[1]["state_frames_stale_firmware"] > 0
 
 
 def test_a_command_sent_before_the_firmware_reads_is_delivered_once_it_does(bridge):
