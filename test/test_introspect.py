@@ -63,8 +63,10 @@ def test_topics_and_echo_against_a_running_graph(graph_factory):
     assert rows["/vasimov/firmware/state"][1] == "vasimov_msgs/msg/FirmwareState"
     state_hz = float(rows["/vasimov/plant/state"][4])
     tick_hz = float(rows["/vasimov/plant/tick"][4])
-    assert 120 <= state_hz <= 230, r.stdout  # 200 Hz physics in real time (some slack for a loaded machine)
-    assert 30 <= tick_hz <= 60, r.stdout  # 50 Hz control
+    # 200 Hz physics and 50 Hz control at a real-time factor of 1; a loaded machine slows simulated time (the twin
+    # never drops a tick), so judge the measured rates by each other and against the ceiling, not a wall-clock floor
+    assert 20 <= state_hz <= 230 and 5 <= tick_hz <= 60, r.stdout
+    assert 3.0 <= state_hz / tick_hz <= 5.0, r.stdout  # four physics steps per control tick
     assert re.search(r"rates measured over 2 s", r.stdout)
     # discovery settled before reading the graph: every plant topic is listed, latched ones without a fake rate
     for topic in ("/clock", "/joint_states", "/imu", "/vasimov/ground_truth/feet", "/vasimov/sdk/datagrams"):

@@ -100,7 +100,7 @@ def test_ticks_in_commands_out_modes_and_rejections(edge):
 
         # a non-finite /cmd_vel is refused before the arbiter: counted, logged, the mode stays
         cmd_vel.publish(Twist(linear=Vector3(x=float("nan"))))
-        wait_for(lambda: _counter(probe.last(topics.FIRMWARE_STATE), "rejected_non_finite") == 1, 20,
+        wait_for(lambda: _counter(probe.last(topics.FIRMWARE_STATE), "velocity_non_finite") == 1, 20,
                  "the NON_FINITE counter")
         node.wait_log(r"command rejected: NON_FINITE cmd_vel has a non-finite component", 10)
         assert probe.last(topics.FIRMWARE_STATE).mode == FirmwareState.MODE_DAMP

@@ -71,17 +71,20 @@ def _counters() -> dict[str, Any]:
 
 def test_every_socket_of_the_graph_listens_on_loopback_only(run):
     """DDS (Fast DDS profile config/fastdds_localhost.xml) and every server: nothing on 0.0.0.0 / [::]."""
-    # the graph's processes now (the list taken at start-up can hold a start-up transient that is gone by now)
-    names: dict[int, str] = {}
-    for p in child_pids(run.graph.proc.pid):
-        with contextlib.suppress(OSError):
-            names[p] = cmdline(p).split()[0].rsplit("/", 1)[-1]
-    pids = set(names)
-    udp, tcp = _sockets("u", pids), _sockets("t", pids)
+    def snapshot() -> tuple[dict[int, str], list, list] | None:
+        """The graph's processes now and their sockets, once every one has opened its DDS sockets (a process
+        started a moment ago, e.g. an observer restarted on a loaded machine, may not have yet)."""
+        names: dict[int, str] = {}
+        for p in child_pids(run.graph.proc.pid):
+            with contextlib.suppress(OSError):
+                names[p] = cmdline(p).split()[0].rsplit("/", 1)[-1]
+        udp, tcp = _sockets("u", set(names)), _sockets("t", set(names))
+        return (names, udp, tcp) if names and {pid for _, pid in udp} == set(names) else None
+
+    # not vacuous: every node has its DDS sockets (the servers are checked below)
+    names, udp, tcp = wait_for(snapshot, 30, "every process of the graph with its DDS sockets")
     exposed = [(addr, names[pid]) for addr, pid in udp + tcp if not addr.startswith(LOOPBACK)]
     assert exposed == [], f"sockets beyond loopback: {exposed}"
-    # not vacuous: every node has its DDS sockets, and the servers are there
-    assert {pid for _, pid in udp} == pids, sorted(set(names.values()) - {names[p] for _, p in udp})
     addrs = {a for a, _ in udp + tcp}
     assert {"127.0.0.1:3000", "127.0.0.1:8850"} <= addrs, sorted(addrs)
 

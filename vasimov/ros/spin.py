@@ -32,6 +32,28 @@ def make_executor() -> Any:
 
 # Longest a spinning node takes to notice a stop request (its executor waits at most this long per turn).
 STOP_POLL_S = 0.1
+# Longest a node's teardown may take before the process exits regardless: under ros2 launch's 5 s between SIGINT
+# and SIGTERM. Seen under load: the Foxglove bridge logged its clean stop, then its process hung in DDS/SDK thread
+# teardown for 15 s until launch killed it ("process has died").
+TEARDOWN_LIMIT_S = 4.0
+_exit_guard: threading.Timer | None = None
+
+
+def arm_exit_guard(name: str, code: int = 0) -> None:
+    """From here on the process has ``TEARDOWN_LIMIT_S`` to end by itself; then it exits with ``code`` anyway, saying
+    so on stderr. Idempotent: the first arming counts. A daemon timer, so a prompt exit is never delayed by it."""
+    global _exit_guard
+    if _exit_guard is not None:
+        return
+
+    def expire() -> None:
+        print(f"{name}: teardown did not finish within {TEARDOWN_LIMIT_S:g} s; exiting anyway", file=sys.stderr,
+              flush=True)
+        os._exit(code)
+
+    _exit_guard = threading.Timer(TEARDOWN_LIMIT_S, expire)
+    _exit_guard.daemon = True
+    _exit_guard.start()
 
 
 @contextmanager
@@ -48,6 +70,7 @@ def ros_session(args: list[str] | None) -> Iterator[threading.Event]:
         try:
             yield stop
         finally:
+            arm_exit_guard(os.path.basename(sys.argv[0]) or "node")
             if rclpy.ok():
                 rclpy.shutdown()
 
@@ -83,6 +106,7 @@ def run_node(name: str, factory: Callable[[], Any], args: list[str] | None = Non
             print(f"{name}: cannot start: {exc}", file=sys.stderr)
             code = EXIT_CONFIG
         finally:
+            arm_exit_guard(name, code)
             if node is not None:
                 close = getattr(node, "close", None)
                 if close is not None:
