@@ -213,7 +213,7 @@ def render(comparisons: Sequence[Comparison], label_a: str, label_b: str) -> str
     out = [br.page_head("vasimov bench compare"),
            f'<p class="meta">A = {br.esc(label_a)} &middot; B = {br.esc(label_b)}</p><p>{legend}</p>',
            "<p>" + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + "</p>",
-           f"<table><tr><th>scenario</th><th>verdict</th>{head}<th>why</th></tr>"
+           f"<table><tr><th>scenario</th><th>verdict</th>{head}<th style=\"text-align:left\">why</th></tr>"
            f"<tr><th></th><th></th>{sub}<th></th></tr>", *(_row(c) for c in comparisons), "</table>"]
     for c in comparisons:
         if not (c.a and c.a.get("trace") and c.b and c.b.get("trace")):
