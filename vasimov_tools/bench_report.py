@@ -3,7 +3,9 @@ fetched at view time) with the pass/fail table and, per scenario, the trajectory
 against the measured body-frame velocity (vx, vy, yaw rate; raw and its 1 s mean), with pushes and mode changes
 marked on the time axis, and the torso tilt against the fall limit.
 
-Pure: it turns the JSON result documents of :mod:`vasimov_tools.bench_run` into text.
+Pure: it turns the JSON result documents of :mod:`vasimov_tools.bench_run` into text. The plots take further runs
+of the same scenario as ``overlay`` (``(doc, colour)``): ``vasimov bench compare`` draws run B over run A with the
+same code (:mod:`vasimov_tools.bench_compare`), and ``vasimov replay`` builds its page from the same pieces.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+Overlay = Sequence[tuple[dict[str, Any], str]]  # further runs of the same scenario and their colours
 W, H, PAD = 360, 220, 34
 STATUS_COLOUR = {"passed": "#1a7f37", "failed": "#cf222e", "error": "#9a6700", "skipped": "#6e7781"}
 CSS = """
@@ -27,6 +30,15 @@ section{margin:28px 0;border-top:2px solid #d0d7de;padding-top:8px}svg{margin-ri
 
 def _esc(x: object) -> str:
     return html.escape(str(x), quote=True)
+
+
+esc = _esc
+
+
+def page_head(title: str) -> str:
+    """The page's opening up to its heading: one style for every report."""
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_esc(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{_esc(title)}</h1>")
 
 
 def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
@@ -86,24 +98,28 @@ def _svg(body: str, title: str) -> str:
             f"<title>{_esc(title)}</title>{body}</svg>")
 
 
-def trajectory_svg(doc: dict[str, Any]) -> str:
+def trajectory_svg(doc: dict[str, Any], overlay: Overlay = ()) -> str:
     """The pelvis path from above, in the start pose's frame (x along the start heading, y to its left)."""
-    tr = doc["trace"]
-    xs, ys = [s["x"] for s in tr], [s["y"] for s in tr]
-    ax = _Axes([-y for y in ys], xs, equal=True)  # forward is up, the robot's left is left
-    body = ax.frame("right (m)", "forward (m)") + ax.line([-y for y in ys], xs, "#0969da")
-    body += (f'<circle cx="{ax.px(-ys[0]):.1f}" cy="{ax.py(xs[0]):.1f}" r="4" fill="#1a7f37"><title>start</title>'
-             f'</circle><circle cx="{ax.px(-ys[-1]):.1f}" cy="{ax.py(xs[-1]):.1f}" r="4" '
-             f'fill="{"#cf222e" if doc["outcome"]["fell_at"] is not None else "#0969da"}"><title>end</title></circle>')
+    runs = [(doc, "#0969da"), *overlay]
+    ax = _Axes([-s["y"] for d, _ in runs for s in d["trace"]], [s["x"] for d, _ in runs for s in d["trace"]],
+               equal=True)  # forward is up, the robot's left is left
+    body = ax.frame("right (m)", "forward (m)")
+    for d, colour in runs:
+        xs, ys = [s["x"] for s in d["trace"]], [s["y"] for s in d["trace"]]
+        body += ax.line([-y for y in ys], xs, colour)
+        body += (f'<circle cx="{ax.px(-ys[0]):.1f}" cy="{ax.py(xs[0]):.1f}" r="4" fill="#1a7f37"><title>start'
+                 f'</title></circle><circle cx="{ax.px(-ys[-1]):.1f}" cy="{ax.py(xs[-1]):.1f}" r="4" '
+                 f'fill="{"#cf222e" if d["outcome"]["fell_at"] is not None else colour}"><title>end</title></circle>')
     return _svg(body, f"{doc['scenario']}: trajectory from above")
 
 
-def velocity_svg(doc: dict[str, Any], key: str, label: str) -> str:
-    """Commanded (dashed) against measured (solid) ``key`` over scenario time, pushes/modes as vertical lines."""
+def velocity_svg(doc: dict[str, Any], key: str, label: str, overlay: Overlay = ()) -> str:
+    """Commanded (dashed) against measured (solid) ``key`` over scenario time, pushes/modes as vertical lines; an
+    overlaid run adds its 1 s mean in its colour."""
     tr = doc["trace"]
     ts = [s["t"] for s in tr]
     cmd, meas = [s[f"cmd_{key}"] for s in tr], [s[key] for s in tr]
-    ax = _Axes([0.0, doc.get("duration", ts[-1])], cmd + meas)
+    ax = _Axes([0.0, doc.get("duration", ts[-1])], cmd + meas + [s[key] for d, _ in overlay for s in d["trace"]])
     body = ax.frame("t (s)", label)
     for p in doc.get("pushes", []):
         x = ax.px(p["t"])
@@ -115,20 +131,28 @@ def velocity_svg(doc: dict[str, Any], key: str, label: str) -> str:
                  f"<title>{_esc(mode)}</title></line>")
     body += ax.line(ts, meas, "#b6d4fb") + ax.line(ts, cmd, "#57606a", "4 3")
     body += ax.line(ts, _smooth(ts, meas), "#0969da")
+    for d, colour in overlay:
+        ots = [s["t"] for s in d["trace"]]
+        body += ax.line(ots, _smooth(ots, [s[key] for s in d["trace"]]), colour)
     return _svg(body, f"{doc['scenario']}: commanded (dashed), measured (light) and its 1 s mean (blue) {label}")
 
 
-def tilt_svg(doc: dict[str, Any]) -> str:
+def tilt_svg(doc: dict[str, Any], overlay: Overlay = ()) -> str:
     """Torso tilt from upright over scenario time, with the fall rule's limit (red, dashed)."""
-    tr = doc["trace"]
-    ts, tilt = [s["t"] for s in tr], [s["tilt_deg"] for s in tr]
+    runs = [(doc, "#0969da"), *overlay]
     limit = doc.get("fall", {}).get("max_tilt_deg")
-    ax = _Axes([0.0, doc.get("duration", ts[-1])], [0.0, *tilt, *([limit] if limit is not None else [])])
+    tilts = [s["tilt_deg"] for d, _ in runs for s in d["trace"]]
+    ax = _Axes([0.0, doc.get("duration", doc["trace"][-1]["t"])],
+               [0.0, *tilts, *([limit] if limit is not None else [])])
     body = ax.frame("t (s)", "tilt (deg)")
     if limit is not None:
         body += ax.line([ax.x0, ax.x1], [limit, limit], "#cf222e", "4 3")
-    body += ax.line(ts, tilt, "#0969da")
+    for d, colour in runs:
+        body += ax.line([s["t"] for s in d["trace"]], [s["tilt_deg"] for s in d["trace"]], colour)
     return _svg(body, f"{doc['scenario']}: torso tilt and the fall limit")
+
+
+Axes, svg = _Axes, _svg  # the plot primitives other reports draw with (vasimov_tools.replay)
 
 
 def _smooth(ts: Sequence[float], ys: Sequence[float], window: float = 1.0) -> list[float]:
@@ -162,13 +186,19 @@ def _row(doc: dict[str, Any]) -> str:
             f"<td>{o['tracking_error']:.3f}</td><td class=\"l\">{_esc('; '.join(o['failures']))}</td></tr>")
 
 
+def scenario_plots(doc: dict[str, Any], overlay: Overlay = ()) -> list[str]:
+    """A scenario's plots (trajectory, vx, vy, yaw rate, tilt), with ``overlay`` runs drawn over ``doc``."""
+    return [trajectory_svg(doc, overlay), velocity_svg(doc, "vx", "vx (m/s)", overlay),
+            velocity_svg(doc, "vy", "vy (m/s)", overlay), velocity_svg(doc, "wz", "yaw rate (rad/s)", overlay),
+            tilt_svg(doc, overlay)]
+
+
 def render(docs: Sequence[dict[str, Any]], title: str = "vasimov bench run") -> str:
     """The whole page."""
     counts = {s: sum(d["status"] == s for d in docs) for s in STATUS_COLOUR}
     meta = docs[0] if docs else {}
     policies = sorted({str(d.get("policy")) for d in docs if d.get("policy")})
-    out = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_esc(title)}</title>"
-           f"<style>{CSS}</style></head><body><h1>{_esc(title)}</h1>",
+    out = [page_head(title),
            f'<p class="meta">policy {_esc(", ".join(policies) or "-")} &middot; model sha256 '
            f'{_esc(str(meta.get("model_sha256", "?"))[:16])} &middot; code {_esc(meta.get("code_version", "?"))}</p>',
            "<p>" + ", ".join(f"{n} {s}" for s, n in counts.items()) + "</p>",
@@ -182,11 +212,7 @@ def render(docs: Sequence[dict[str, Any]], title: str = "vasimov bench run") -> 
                    f'<span style="color:{STATUS_COLOUR.get(d["status"], "#000")}">{d["status"]}</span></h2>'
                    f'<p class="meta">{_esc(d.get("description", ""))} seed {d.get("seed")} &middot; '
                    f'{_esc(d.get("source", ""))}</p>')
-        out.append(trajectory_svg(d))
-        out.append(velocity_svg(d, "vx", "vx (m/s)"))
-        out.append(velocity_svg(d, "vy", "vy (m/s)"))
-        out.append(velocity_svg(d, "wz", "yaw rate (rad/s)"))
-        out.append(tilt_svg(d))
+        out.extend(scenario_plots(d))
         out.append("</section>")
     out.append("</body></html>\n")
     return "\n".join(out)

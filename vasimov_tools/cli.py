@@ -9,6 +9,8 @@
     vasimov model export DIR
     vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC] [--graph [--realtime]]
     vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]
+    vasimov bench compare A B [--out DIR] [--tol-NAME X ...]
+    vasimov replay BAG [--out DIR]
 """
 
 from __future__ import annotations
@@ -278,6 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
     walk.set_defaults(func=cmd_bench_walk)
     run = bsub.add_parser("run", help="scenario files/suites in parallel lockstep processes (JSON + report.html)")
     run.add_argument("rest", nargs=argparse.REMAINDER)
+    comp = bsub.add_parser("compare", help="two bench run result folders: per-scenario verdicts, exit 1 on regression")
+    comp.add_argument("rest", nargs=argparse.REMAINDER)
+    rep = sub.add_parser("replay", help="a bag's motor commands open-loop into the plant: residuals against the log")
+    rep.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -293,6 +299,14 @@ def main(argv: list[str] | None = None) -> int:
         from vasimov_tools import bench_run
 
         return bench_run.main(args[2:])
+    if args[:2] == ["bench", "compare"]:
+        from vasimov_tools import bench_compare
+
+        return bench_compare.main(args[2:])
+    if args[:1] == ["replay"]:
+        from vasimov_tools import replay
+
+        return replay.main(args[1:])
     ns = build_parser().parse_args(args)
     return int(ns.func(ns))
 

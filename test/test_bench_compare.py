@@ -1,0 +1,152 @@
+"""`vasimov bench compare A B`: verdicts per scenario and the CI exit status, on hand-made results (every rule) and
+on real runs of the built-in controller against a deliberately weakened one."""
+
+from __future__ import annotations
+
+import copy
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from vasimov_tools import bench_compare as bc
+from vasimov_tools import bench_run, cli
+
+
+# -- the rules, on hand-made result documents -------------------------------------------------------------------------
+def _doc(name: str = "s", status: str = "passed", fell_at: float | None = None, tracking: float = 0.05,
+         gz: float = -0.99, drift: float = 0.02, moving: bool = True) -> dict:
+    v = 0.2 if moving else 0.0
+    trace = [{"t": 0.1 * k, "x": 0.02 * k, "y": 0.0, "heading": 0.0, "cmd_vx": v, "cmd_vy": 0.0, "cmd_wz": 0.0,
+              "vx": v, "vy": 0.0, "wz": 0.0, "tilt_deg": 3.0, "z": 0.6} for k in range(11)]
+    return {"format": 1, "scenario": name, "status": status, "seed": 0, "model_sha256": "m", "duration": 1.0,
+            "fall": {"min_pelvis_height": 0.45, "max_tilt_deg": 36.9}, "pushes": [], "modes": [], "trace": trace,
+            "outcome": {"fell_at": fell_at, "along": 0.2, "lateral": 0.0, "drift": drift, "heading": 0.0,
+                        "min_pelvis_height": 0.6, "max_gravity_z": gz, "tracking_error": tracking,
+                        "yaw_tracking_error": 0.01, "failures": [] if status == "passed" else ["x"]}}
+
+
+TOL = bc.Tolerances()
+
+
+@pytest.mark.parametrize(("a", "b", "verdict"), [
+    (_doc(), _doc(tracking=0.055), bc.SAME),  # within the tracking tolerance
+    (_doc(), _doc(tracking=0.08), bc.WORSE),
+    (_doc(), _doc(tracking=0.02), bc.BETTER),
+    (_doc(), _doc(status="failed", fell_at=0.5), bc.WORSE),
+    (_doc(status="failed", fell_at=0.5), _doc(), bc.BETTER),
+    (_doc(status="failed", fell_at=0.5), _doc(status="failed", fell_at=0.9), bc.BETTER),  # falls later
+    (_doc(status="failed", fell_at=0.9), _doc(status="failed", fell_at=0.5), bc.WORSE),
+    (_doc(), _doc(gz=-0.9), bc.WORSE),  # peak tilt 8.1 -> 25.8 deg
+    (_doc(tracking=0.02), _doc(tracking=0.08, gz=-0.999), bc.WORSE),  # one worse metric makes it worse
+    (_doc(moving=False), _doc(moving=False, drift=0.2), bc.WORSE),  # drift counts when nothing is commanded...
+    (_doc(), _doc(drift=0.2), bc.SAME),  # ...not while walking
+])
+def test_verdict_rules(a, b, verdict):
+    c = bc.judge("s", a, b, TOL)
+    assert c.verdict == verdict, c.reasons
+    assert bool(c.reasons) == (verdict != bc.SAME)
+
+
+def test_missing_errored_and_new_scenarios():
+    assert bc.judge("s", _doc(), None, TOL).verdict == bc.MISSING
+    err = {"format": 1, "scenario": "s", "status": "error", "error": "RuntimeError: boom"}
+    c = bc.judge("s", _doc(), err, TOL)
+    assert c.verdict == bc.WORSE and "boom" in c.reasons[0]
+    assert bc.judge("s", None, _doc(), TOL).verdict == bc.NEW
+    assert bc.judge("s", err, _doc(), TOL).verdict == bc.NEW
+    skipped = {"format": 1, "scenario": "s", "status": "skipped", "reason": "terrain"}
+    assert bc.judge("s", skipped, skipped, TOL).verdict == bc.NOT_RUN
+    assert not bc.regressed([bc.judge("s", None, _doc(), TOL), bc.judge("s", skipped, skipped, TOL)])
+
+
+def test_unlike_runs_are_noted():
+    b = _doc()
+    b["seed"] = 7
+    c = bc.judge("s", _doc(), b, TOL)
+    assert c.verdict == bc.SAME and "seed differs" in c.notes[0]
+
+
+def _write(folder: Path, docs: list[dict]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for d in docs:
+        (folder / f"{d['scenario']}.json").write_text(json.dumps(d), encoding="utf-8")
+    return folder
+
+
+def test_cli_exit_status_and_reports(tmp_path, capsys):
+    a = _write(tmp_path / "a", [_doc("walk"), _doc("stand", moving=False)])
+    b = _write(tmp_path / "b", [_doc("walk", status="failed", fell_at=0.4), _doc("stand", moving=False)])
+    assert cli.main(["bench", "compare", str(a), str(a), "--out", str(tmp_path / "same")]) == 0
+    out = capsys.readouterr().out
+    assert "2 scenarios: 2 same" in out
+    assert cli.main(["bench", "compare", str(a), str(b)]) == 1
+    cap = capsys.readouterr()
+    assert "walk" in cap.err and "regresses in 1 scenario" in cap.err
+    row = next(line for line in cap.out.splitlines() if line.startswith("walk"))
+    assert " worse " in row and "fell at 0.40 s" in row
+    page = (b / "compare.html").read_text()
+    assert page.count("<svg") == 10 and "#e16f24" in page  # both runs' plots, B's line drawn over A's
+    # a looser tolerance cannot hide a fall; usage errors exit 2
+    assert bc.main([str(a), str(b), "--tol-tracking-error", "1", "--no-report"]) == 1
+    assert bc.main([str(a), str(tmp_path / "nowhere")]) == 2
+    assert bc.main([str(a), str(b), "--tol-drift", "-1"]) == 2
+    (tmp_path / "empty").mkdir()
+    assert bc.main([str(tmp_path / "empty"), str(b)]) == 2
+    assert "no bench results" in capsys.readouterr().err
+
+
+def test_report_keeps_one_run_pages_unchanged():
+    """The run report draws through the same plot functions; without an overlay nothing of B appears."""
+    from vasimov_tools import bench_report
+
+    page = bench_report.render([_doc("walk")])
+    assert page.count("<svg") == 5 and "#e16f24" not in page
+    over = bench_report.scenario_plots(_doc("walk"), overlay=[(copy.deepcopy(_doc("walk")), "#e16f24")])
+    assert len(over) == 5 and all("#e16f24" in svg for svg in over)
+
+
+# -- real runs: the built-in controller against a weakened one --------------------------------------------------------
+SUITE = {
+    "push.yaml": """\
+        format: 1
+        name: push_front
+        duration: 2.5
+        pushes:
+          - {t: 0.5, force: [80, 0, 0], duration: 0.15}
+        """,
+    "walk.yaml": """\
+        format: 1
+        name: walk_0.2
+        duration: 3.0
+        commands:
+          - {t: 0, velocity: [0.2, 0, 0]}
+        """,
+}
+# the built-in controller with its leg gains cut: the stance sags and the push is not recovered
+WEAK = "policy_options: {leg_kp: 60.0, swing_kp: 60.0, push_recovery: false}\n"
+
+
+def _suite(folder: Path, extra: str = "") -> Path:
+    folder.mkdir()
+    for name, text in SUITE.items():
+        (folder / name).write_text(textwrap.dedent(text) + extra, encoding="utf-8")
+    return folder
+
+
+def test_weakened_controller_is_flagged(tmp_path, capsys):
+    ref = _suite(tmp_path / "ref")
+    weak = _suite(tmp_path / "weak", WEAK)
+    assert bench_run.main([str(ref), "--out", str(tmp_path / "A"), "--workers", "2", "--no-report"]) == 0
+    bench_run.main([str(weak), "--out", str(tmp_path / "B"), "--workers", "2", "--no-report"])
+    capsys.readouterr()
+    assert cli.main(["bench", "compare", str(tmp_path / "A"), str(tmp_path / "A"), "--no-report"]) == 0
+    assert "2 same" in capsys.readouterr().out
+    assert cli.main(["bench", "compare", str(tmp_path / "A"), str(tmp_path / "B")]) == 1
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines()[2:-2]}
+    assert set(rows) == {"push_front", "walk_0.2"}, out
+    assert all(" worse " in r for r in rows.values()), out
+    page = (tmp_path / "B" / "compare.html").read_text()
+    assert page.count("<svg") == 10
