@@ -32,6 +32,7 @@ from vasimov_msgs.msg import MotorCommand, PlantFault, SimControl
 
 from vasimov import joints
 from vasimov.control_rate import DAMP_KD
+from vasimov.realism import describe, parse_realism
 from vasimov.ros import qos, topics
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
@@ -51,6 +52,8 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("viewer", False, "Open MuJoCo's passive viewer (needs a display)."),
     ParamSpec("scene", "flat", "The world around the robot, BASE[+FRICTION] (vasimov.scenes; `vasimov scenes` lists "
               "them): flat, slopes, stairs, obstacles, rough ground; +wet / +ice override the floor friction."),
+    ParamSpec("realism", "none", "Sensor and actuator realism, PROFILE[,KEY=VALUE...] (vasimov.realism): none "
+              "(ideal sensors, the fact sheet's robot), typical, training; drawn from `seed`."),
     ParamSpec("gantry_height", 0.639, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
     ParamSpec("command_timeout", 0.1, "Real time only, once a participant is silent (answer_timeout): the last "
               "motor command is used while younger than this (sim s), then replaced by damping.", min=0.01, max=10.0),
@@ -98,8 +101,9 @@ class PlantNode(Node):
         self.p = declare(self, PARAMS)
         self.decimation = int(self.p["control_decimation"])
         scene = parse_scene(self.p["scene"], seed=int(self.p["seed"]))  # SceneError: a configuration error
+        realism = parse_realism(self.p["realism"])  # RealismError: a configuration error
         self.core = PlantCore(gantry_height=self.p["gantry_height"], seed=self.p["seed"],
-                              speed_torque_envelope=self.p["speed_torque_envelope"], scene=scene)
+                              speed_torque_envelope=self.p["speed_torque_envelope"], scene=scene, realism=realism)
         if abs(self.core.dt - self.p["physics_dt"]) > 1e-12:
             raise ValueError(f"physics_dt={self.p['physics_dt']} does not match the model timestep {self.core.dt}")
         self.control_period = self.core.dt * self.decimation
@@ -126,8 +130,13 @@ class PlantNode(Node):
         self.rejected_commands = 0
         self.rejected_sim_control = 0
 
-        self.pubs = PlantPublishers(self, self.decimation)
+        self.pubs = PlantPublishers(self, self.decimation, ideal_sensors=self.core.realism is not None)
         self.pubs.publish_scene(scene, self.core.model)
+        if self.core.realism is not None:
+            self.get_logger().info(f"realism {self.p['realism']!r} (seed {self.p['seed']}): "
+                                   f"{describe(realism, self.p['realism'])['params']}; drawn actuation delay "
+                                   f"{self.core.realism.delay_steps} physics steps; ideal sensors on "
+                                   f"{topics.JOINT_STATES_TRUTH} and {topics.IMU_TRUTH}")
         self.create_subscription(MotorCommand, topics.MOTOR_COMMAND, self.on_motor_command, qos.LOOP)
         self.create_subscription(SimControl, topics.SIM_CONTROL, self.on_sim_control, qos.COMMANDS)
         # one driver per time mode (a bad participant list is a configuration error, raised here)
@@ -153,8 +162,9 @@ class PlantNode(Node):
     def _snapshot(self, control_tick: bool) -> StepSnapshot:
         step = self.core.step_count
         standard = step % self.p["standard_topics_decimation"] == 0
+        ideal = self.core.ideal_sensors() if standard and self.core.realism is not None else None
         return StepSnapshot(self.core.sensors(), self.core.truth() if standard else None, self.sim_time(),
-                            self.step_count, control_tick, self.applied_tick)
+                            self.step_count, control_tick, self.applied_tick, ideal)
 
     def _publish_telemetry(self, snap: StepSnapshot) -> None:
         if not self.faulted:

@@ -38,8 +38,10 @@ from vasimov.model.mjcf import (
     load_model,
 )
 from vasimov.model.terrain import SCENE_GROUP, ground_geom_ids
+from vasimov.realism import RealismParams
 from vasimov.scenes import Scene, parse_scene
 from vasimov_plant.motor_model import default_motor_model
+from vasimov_plant.realism import RealismModel
 
 # Any |qvel| entry above this (rad/s or m/s) is treated as divergence: the fastest Asimov 1 motor peaks at
 # 12.57 rad/s, so 200 is far outside anything the robot can do yet far below where MuJoCo itself gives up (1e10).
@@ -242,6 +244,7 @@ class PlantCore:
         speed_torque_envelope: bool = False,
         max_speed: float = DEFAULT_MAX_SPEED,
         scene: Scene | None = None,
+        realism: RealismParams | None = None,
     ) -> None:
         if not (np.isfinite(gantry_height) and gantry_height > 0.0):
             raise ValueError(f"gantry_height must be finite and > 0, got {gantry_height}")
@@ -279,6 +282,12 @@ class PlantCore:
         if not np.all(self.model.geom_type[feet] == mujoco.mjtGeom.mjGEOM_SPHERE):
             raise ValueError("the foot contact geoms must be spheres (the gantry lowers the robot onto them)")
         self._foot_geoms = feet
+        # Sensor and actuator realism (vasimov.realism), None when off: then not one operation differs from a plant
+        # without it. It randomises the model here, once per run, before the first boot.
+        self.realism: RealismModel | None = None
+        if realism is not None and realism.enabled:
+            self.realism = RealismModel(realism, self.seed, self.model, self.index.dof_adr)
+            self.realism.randomise_model(self.data)
         self.reset()
 
     # -- properties ----------------------------------------------------------------------------------------------
@@ -346,6 +355,8 @@ class PlantCore:
         self._step_count = 0
         mujoco.mj_forward(m, d)
         self._warn_base[:] = d.warning.number
+        if self.realism is not None:
+            self.realism.boot((self._cmd_pos, self._cmd_vel, self._cmd_kp, self._cmd_kd, self._cmd_ff))
 
     def set_command(
         self,
@@ -438,13 +449,19 @@ class PlantCore:
         m, d, ix = self.model, self.data, self.index
         np.take(d.qpos, ix.qpos_adr, out=self._q)
         np.take(d.qvel, ix.dof_adr, out=self._qd)
-        tau = self.motor.compute(self._q, self._qd, self._cmd_pos, self._cmd_vel, self._cmd_kp, self._cmd_kd,
-                                 self._cmd_ff, out=self._tau)
+        cmd = (self._cmd_pos, self._cmd_vel, self._cmd_kp, self._cmd_kd, self._cmd_ff)
+        if self.realism is not None:
+            cmd = self.realism.actuate(cmd)
+        tau = self.motor.compute(self._q, self._qd, *cmd, out=self._tau)
+        if self.realism is not None:
+            self.realism.scale_torque(tau)
         d.ctrl[ix.actuator_id] = tau
         mujoco.mj_step2(m, d)
         self._collect_foot_forces()
         mujoco.mj_step1(m, d)
         self._step_count += 1
+        if self.realism is not None:
+            self.realism.after_step(self.dt, d.xmat[ix.base_body].reshape(3, 3))
         if self._gantry_lowering and d.eq_active[ix.gantry_eq]:
             self._lower_gantry()
         if self._pushes:
@@ -506,7 +523,17 @@ class PlantCore:
 
     # -- readings ------------------------------------------------------------------------------------------------
     def sensors(self) -> SensorReading:
-        """A snapshot of the robot's own sensors (copies; safe to keep)."""
+        """A snapshot of the robot's own sensors (copies; safe to keep), with the run's sensor errors when realism
+        is on (``ideal_sensors`` is the same instant without them)."""
+        ideal = self.ideal_sensors()
+        if self.realism is None:
+            return ideal
+        q, qd, quat, gyro, accel = self.realism.apply(ideal.q, ideal.qd, ideal.imu_quat, ideal.gyro, ideal.accel)
+        return SensorReading(q=q, qd=qd, tau=ideal.tau, imu_quat=quat, gyro=gyro, accel=accel,
+                             gantry_engaged=ideal.gantry_engaged, time=ideal.time)
+
+    def ideal_sensors(self) -> SensorReading:
+        """The sensors as an ideal instrument reads them (simulator truth: for evaluation, never control)."""
         d, ix = self.data, self.index
         s = d.sensordata
         return SensorReading(

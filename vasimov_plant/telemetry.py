@@ -38,6 +38,7 @@ class StepSnapshot:
     step: int
     control_tick: bool
     command_tick: int  # the tick whose answer drove this step (-1: none, e.g. watchdog damping): PlantState's field
+    ideal: SensorReading | None = None  # realism on, standard steps: the same instant without sensor errors
 
 
 def _vec(v) -> Vector3:
@@ -47,7 +48,7 @@ def _vec(v) -> Vector3:
 class PlantPublishers:
     """The plant's publishers and reused messages (one of each: no allocation per step)."""
 
-    def __init__(self, node, decimation: int) -> None:
+    def __init__(self, node, decimation: int, ideal_sensors: bool = False) -> None:
         self.decimation = decimation
         self.clock = node.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.state = node.create_publisher(PlantState, topics.PLANT_STATE, qos.STATE_STREAM)
@@ -62,6 +63,10 @@ class PlantPublishers:
         self.description.publish(String(data=build_urdf()))
         # the ground around it (vasimov.scenes), latched JSON: the Foxglove bridge draws it, bags keep it
         self.scene = node.create_publisher(String, topics.SCENE, qos.LATCHED)
+        # realism on: the ideal encoders and IMU beside the noisy ones (ground truth, like the odometry)
+        self.joints_truth = node.create_publisher(JointState, topics.JOINT_STATES_TRUTH, qos.TELEMETRY) \
+            if ideal_sensors else None
+        self.imu_truth = node.create_publisher(Imu, topics.IMU_TRUTH, qos.TELEMETRY) if ideal_sensors else None
 
         self.m_clock = Clock()
         self.m_state = PlantState()
@@ -81,7 +86,8 @@ class PlantPublishers:
     @property
     def streams(self) -> list:
         """The publishers every run's first tick must reach each known reader of (the lockstep gate's check)."""
-        return [self.state, self.tick, self.clock, self.joints, self.imu, self.odom, self.feet]
+        truth = [p for p in (self.joints_truth, self.imu_truth) if p is not None]
+        return [self.state, self.tick, self.clock, self.joints, self.imu, self.odom, self.feet, *truth]
 
     def fill_state(self, snap: StepSnapshot, epoch: int) -> PlantState:
         s = snap.sensors
@@ -112,20 +118,25 @@ class PlantPublishers:
         self.state.publish(m)
         if snap.truth is not None:
             self._publish_standard(snap.sensors, snap.truth, m.stamp)
+            if snap.ideal is not None and self.joints_truth is not None and self.imu_truth is not None:
+                self._publish_sensors(snap.ideal, m.stamp, self.joints_truth, self.imu_truth)
 
-    def _publish_standard(self, s: SensorReading, t: GroundTruth, stamp) -> None:
+    def _publish_sensors(self, s: SensorReading, stamp, joints_pub, imu_pub) -> None:
         j = self.m_joints
         j.header.stamp = stamp
         j.position = s.q.tolist()
         j.velocity = s.qd.tolist()
         j.effort = s.tau.tolist()
-        self.joints.publish(j)
+        joints_pub.publish(j)
         imu = self.m_imu
         imu.header.stamp = stamp
         quat_wxyz_to_ros(s.imu_quat, imu.orientation)
         imu.angular_velocity = _vec(s.gyro)
         imu.linear_acceleration = _vec(s.accel)
-        self.imu.publish(imu)
+        imu_pub.publish(imu)
+
+    def _publish_standard(self, s: SensorReading, t: GroundTruth, stamp) -> None:
+        self._publish_sensors(s, stamp, self.joints, self.imu)
         o = self.m_odom
         o.header.stamp = stamp
         o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = (float(v) for v in t.base_pos)

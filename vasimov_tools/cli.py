@@ -51,6 +51,8 @@ def cmd_up(ns: argparse.Namespace) -> int:
         overrides["policy"] = ns.policy
     if ns.scene is not None:
         overrides["scene"] = ns.scene
+    if ns.realism is not None:
+        overrides["realism"] = ns.realism
     if ns.script is not None:
         script = Path(ns.script).resolve()
         if not script.is_file():
@@ -64,6 +66,7 @@ def cmd_up(ns: argparse.Namespace) -> int:
         if ns.record is not None:
             desc = with_recorder(desc, Path(ns.launch), overrides, Path(ns.record))
         _check_scene(desc.args)
+        _check_realism(desc.args)
     except launch_file.LaunchFileError as exc:
         print(f"vasimov up: {exc}", file=sys.stderr)
         return 2
@@ -87,6 +90,17 @@ def _check_scene(args: dict[str, str]) -> None:
             parse_scene(args["scene"])
         except SceneError as exc:
             raise launch_file.LaunchFileError(f"{exc} (vasimov scenes lists them)") from exc
+
+
+def _check_realism(args: dict[str, str]) -> None:
+    """A malformed realism setting is a configuration error before any node starts (the plant refuses it too)."""
+    from vasimov.realism import RealismError, format_profiles, parse_realism
+
+    if "realism" in args:
+        try:
+            parse_realism(args["realism"])
+        except RealismError as exc:
+            raise launch_file.LaunchFileError(f"{exc}\nrealism profiles:\n{format_profiles()}") from exc
 
 
 def cmd_scenes(ns: argparse.Namespace) -> int:
@@ -138,7 +152,7 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
         params={"output": str(out), "lockstep": lockstep,
                 "expected_nodes": ",".join(n.name for n in desc.nodes),
                 "seed": int(desc.args.get("seed", "-1") or -1), "policy": desc.args.get("policy", ""),
-                "scene": desc.args.get("scene", ""),
+                "scene": desc.args.get("scene", ""), "realism": desc.args.get("realism", ""),
                 "time_mode": "lockstep" if lockstep else "realtime", "launch_file": str(launch.resolve())})
     return dataclasses.replace(desc, nodes=(*desc.nodes, spec))
 
@@ -237,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--duration", type=float, help="simulated seconds to run, then exit 0")
     up.add_argument("--seed", type=int)
     up.add_argument("--scene", metavar="NAME[+FRICTION]", help="world around the robot (vasimov scenes lists them)")
+    up.add_argument("--realism", metavar="PROFILE[,KEY=VALUE...]",
+                    help="sensor and actuator realism: none (default), typical, training; seeded by --seed")
     up.add_argument("--policy", help="builtin | hold | PATH.onnx | hf://REPO@REVISION")
     up.add_argument("--script", help="YAML command script fed to the firmware at its ticks")
     up.add_argument("--viewer", action="store_true", help="open MuJoCo's passive viewer on the plant")

@@ -16,6 +16,7 @@ import numpy as np
 from vasimov.commands import RobotCommand
 from vasimov.control_rate import CONTROL_DECIMATION
 from vasimov.frames import projected_gravity
+from vasimov.realism import RealismParams
 from vasimov.scenes import Scene
 from vasimov_edge.firmware import Firmware, FirmwareInputs, FirmwareOutput, FirmwareParams
 from vasimov_edge.policy.interface import PolicyBackend, PolicyInput, PolicyOutput
@@ -46,9 +47,9 @@ class ClosedLoop:
     @classmethod
     def create(cls, backend: PolicyBackend, *, seed: int = 0, firmware_params: FirmwareParams | None = None,
                gantry_height: float | None = None, decimation: int = CONTROL_DECIMATION,
-               scene: Scene | None = None) -> ClosedLoop:
+               scene: Scene | None = None, realism: RealismParams | None = None) -> ClosedLoop:
         kw = {} if gantry_height is None else {"gantry_height": gantry_height}
-        plant = PlantCore(seed=seed, scene=scene, **kw)
+        plant = PlantCore(seed=seed, scene=scene, realism=realism, **kw)
         plant.reset()
         damp = np.zeros(plant.model.nu)
         plant.set_command(damp, damp, damp, np.full(plant.model.nu, 2.0), damp)

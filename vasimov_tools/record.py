@@ -44,6 +44,8 @@ from rclpy.signals import SignalHandlerOptions
 from vasimov_msgs.msg import Provenance
 
 from vasimov.cpu_priority import renice_all_threads
+from vasimov.realism import RealismError, parse_realism
+from vasimov.realism import describe as realism_describe
 from vasimov.ros import qos, topics
 from vasimov.ros.batch_take import spin_once_batched
 from vasimov.ros.lockstep import announce_ready
@@ -82,6 +84,8 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("policy", "", "Policy spec for provenance; '' = read the policy node's `backend` parameter."),
     ParamSpec("scene", "", "Scene for provenance (vasimov.scenes, NAME[+FRICTION]); '' = read the plant node's "
               "`scene` parameter (flat when it cannot be read)."),
+    ParamSpec("realism", "", "Realism setting for provenance (vasimov.realism, PROFILE[,KEY=VALUE...]); '' = read "
+              "the plant node's `realism` parameter (none when it cannot be read)."),
     ParamSpec("time_mode", "", "realtime or lockstep for provenance; '' = read the plant node's `lockstep`.",
               choices=("", "realtime", "lockstep")),
     ParamSpec("launch_file", "", "Launch file hashed into provenance ('' = the installed bringup.launch.yaml)."),
@@ -205,6 +209,7 @@ class RecorderNode(Node):
         self.provenance: ProvenanceInfo | None = None
         self.provenance_notes: dict[str, str] = {}
         self.scene: Scene = parse_scene("")
+        self.realism: dict[str, Any] = realism_describe(parse_realism(""))
         self.pub_provenance = self.create_publisher(Provenance, topics.PROVENANCE, qos.LATCHED)
         self.create_timer(self.p["discovery_period"], self.discover)
         role = "lockstep participant" if not self.gate_open else "joining the graph"
@@ -224,6 +229,7 @@ class RecorderNode(Node):
         custom = {f"vasimov.provenance.{k}": str(v) for k, v in asdict(self.provenance).items()}
         custom.update({f"vasimov.provenance_note.{k}": v for k, v in self.provenance_notes.items()})
         custom["vasimov.provenance.scene"] = json.dumps(self.scene.describe())
+        custom["vasimov.provenance.realism"] = json.dumps(self.realism)
         custom["vasimov.timestamps"] = "simulated time (message stamp, else latest /clock)"
         for k, v in custom.items():
             self.bag.writer.set_custom_data(k, v)
@@ -246,12 +252,15 @@ class RecorderNode(Node):
             self.provenance_notes["config_sha256"] = f"cannot read: {exc}"
         seed, policy, mode = self.p["seed"], self.p["policy"], self.p["time_mode"]
         scene_text = self.p["scene"]
-        if seed < 0 or not mode or not scene_text:
-            got = self._ask(executor, PLANT_NODE, ["seed", "lockstep", "scene"])
+        realism_text = self.p["realism"]
+        if seed < 0 or not mode or not scene_text or not realism_text:
+            got = self._ask(executor, PLANT_NODE, ["seed", "lockstep", "scene", "realism"])
             if seed < 0:
                 seed = got.get("seed", -1)
             if not scene_text:
                 scene_text = str(got.get("scene", ""))
+            if not realism_text:
+                realism_text = str(got.get("realism", ""))
             if not mode and "lockstep" in got:
                 mode = "lockstep" if got["lockstep"] else "realtime"
         if not policy:
@@ -266,6 +275,10 @@ class RecorderNode(Node):
         except SceneError as exc:
             self.provenance_notes["scene"] = f"unreadable ({exc}); recorded as flat"
             self.scene = parse_scene("", seed=int(seed))
+        try:  # the draws follow from the setting and the seed: both are in the provenance
+            self.realism = realism_describe(parse_realism(realism_text), realism_text)
+        except RealismError as exc:
+            self.provenance_notes["realism"] = f"unreadable ({exc}); recorded as none"
         head, dirty = git_state(Path(__file__).resolve().parent.parent)
         if dirty:
             self.provenance_notes["git_commit"] = "work tree has uncommitted changes"

@@ -41,6 +41,7 @@ import numpy as np
 from vasimov.commands import DampCommand, StandCommand, VelocityCommand
 from vasimov.control_rate import CONTROL_DT
 from vasimov.frames import projected_gravity
+from vasimov.realism import RealismError, parse_realism
 from vasimov.scenes import Scene, SceneError, custom_friction, parse_scene
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
@@ -100,6 +101,7 @@ class Scenario:
     modes: tuple[tuple[float, str], ...] = ()  # (t, "stand"|"damp"): sent once; no velocity until the next entry
     scene: str = "flat"  # vasimov.scenes syntax NAME[+FRICTION]; seeded layouts use ``seed``
     friction: float | None = None  # a floor friction coefficient overriding the scene's (None: the scene's own)
+    realism: str = "none"  # vasimov.realism syntax PROFILE[,KEY=VALUE...]; drawn from ``seed``
 
     def build_scene(self) -> Scene:
         """The scene this scenario runs in (a SceneError names what is wrong)."""
@@ -169,7 +171,8 @@ def viewer_scenarios() -> dict[str, Scenario]:
     (vasimov_tools.viewer_suite generates its files): its command profiles, pushes and failure criterion (root below
     0.35 m or torso tilt above 78.5 deg), reported as goals. Its commands reach 0.6-1.0 m/s, beyond the SDK
     envelope and the built-in gait (which clips them); the friction files run with their floor friction; the terrain
-    courses are not modelled and are skipped. Push directions are taken in the world frame (the files' frame is not stated)."""
+    courses are not modelled and are skipped. Push directions are taken in the world frame (the files' frame is not
+    stated)."""
     from vasimov_tools.scenarios import load_suite
 
     return load_suite("viewer")
@@ -281,7 +284,8 @@ def run_scenario(
     """
     wall0 = time.perf_counter()
     backend = backend_factory(**dict(scenario.backend_options))
-    loop = ClosedLoop.create(backend, seed=scenario.seed, scene=scenario.build_scene() if scene is None else scene)
+    loop = ClosedLoop.create(backend, seed=scenario.seed, scene=scenario.build_scene() if scene is None else scene,
+                             realism=parse_realism(scenario.realism))
     plant = loop.plant
     if abs(loop.control_period - CONTROL_DT) > 1e-9:
         raise ValueError(f"control period {loop.control_period} s is not the bench's {CONTROL_DT} s")
@@ -443,11 +447,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--realtime", action="store_true", help="with --graph: run the graph in real time")
     ap.add_argument("--scene", default="", help="scene to walk in (vasimov scenes; default flat): NAME[+FRICTION]")
     ap.add_argument("--seed", type=int, default=0, help="seed of the scene's layout (obstacles, rough)")
+    ap.add_argument("--realism", default="", help="sensor and actuator realism (vasimov.realism): none (default), "
+                    "typical, training, PROFILE,KEY=VALUE...; drawn from each scenario's seed")
     args = ap.parse_args(argv)
     try:
         scene = parse_scene(args.scene, seed=args.seed)
-    except SceneError as exc:
+        if args.realism:
+            parse_realism(args.realism)
+    except (SceneError, RealismError) as exc:
         ap.error(str(exc))
+    if args.graph and args.realism:
+        ap.error("--realism runs in the single-process bench only (run the graph with vasimov up --realism)")
     if args.graph and not scene.is_default:
         ap.error("--scene runs in the single-process bench only (run the graph with vasimov up --scene)")
     if args.realtime and not args.graph:
@@ -472,7 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return backend
     results = []
     for n in names:
-        r = run_scenario(scenarios[n], factory, scene=scene)
+        scenario = replace(scenarios[n], realism=args.realism) if args.realism else scenarios[n]
+        r = run_scenario(scenario, factory, scene=scene)
         results.append(r)
         print(json.dumps(asdict(r)), flush=True)
     print(format_table(results))

@@ -5,6 +5,9 @@ JOINT_STATES = "/joint_states"
 IMU = "/imu"
 ODOM_TRUTH = "/vasimov/ground_truth/odom"
 FEET_TRUTH = "/vasimov/ground_truth/feet"
+# ideal joint encoders and IMU beside the noisy /joint_states and /imu: published only while realism is on
+JOINT_STATES_TRUTH = "/vasimov/ground_truth/joint_states"
+IMU_TRUTH = "/vasimov/ground_truth/imu"
 PLANT_STATE = "/vasimov/plant/state"  # every physics step (200 Hz)
 PLANT_TICK = "/vasimov/plant/tick"  # control ticks only (50 Hz); the lockstep loop runs on it
 LOCKSTEP_READY = "/vasimov/lockstep/ready"  # std_msgs/String, latched: a participant announces ready (lockstep_gate)
