@@ -20,7 +20,15 @@ from vasimov.alerts import (
     alert_severity,
     latched_flags,
 )
-from vasimov.faults import CATALOG, FAULT_NAMES, FaultError, UnknownJointError, affected_joints, from_fields, parse_fault
+from vasimov.faults import (
+    CATALOG,
+    FAULT_NAMES,
+    FaultError,
+    UnknownJointError,
+    affected_joints,
+    from_fields,
+    parse_fault,
+)
 from vasimov.joints import ANKLE_PAIRS, NUM_JOINTS, RANGE_HI, joint_index
 from vasimov_edge.battery import PROT_CELL_UNDERVOLT, PROT_PACK_UNDERVOLT, BatteryModel, BatteryParams, ocv_cell
 from vasimov_edge.firmware import FirmwareParams, Mode
