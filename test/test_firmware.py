@@ -938,7 +938,8 @@ def test_ankle_heat_is_shared_by_both_motors() -> None:
 def test_every_motor_hot_is_one_entry_per_alert_id_naming_the_hottest() -> None:
     """25 motors over the warning and the trip are one MOTOR_TEMP_HIGH and one MOTOR_OVERTEMP entry (the wire holds
     at most one per catalog id), each naming the hottest motor, severities from asimov-protocol's catalog."""
-    params = FirmwareParams(thermal=ThermalParams(time_constant_s=1.0))
+    # no battery model: 25 motors stalled this hard would draw ~25 kW, and its BMS would trip too
+    params = FirmwareParams(thermal=ThermalParams(time_constant_s=1.0), battery_model=False)
     rig = Rig(params)
     rig.release_gantry()
     rig.tau[:] = 60.0
@@ -967,7 +968,7 @@ def test_alert_severities_are_the_protocol_catalogs() -> None:
 
 
 def test_thermal_model_off_reports_nothing_and_never_alerts() -> None:
-    rig = Rig(thermal_model=False)
+    rig = Rig(thermal_model=False, battery_model=False)  # 25 kN·m would trip the battery model's BMS
     rig.tau[:] = 1000.0
     out = rig.tick(round(600 / DT / 10))
     assert out.motor_temperature is None and out.motor_current is None

@@ -15,11 +15,15 @@ from asimov_protocol._alert_catalog import ALERT_CATALOG_DATA
 
 from vasimov.joints import facts
 
+ALERT_MOTOR_COMM_LOSS = 0
 ALERT_MOTOR_OVERTEMP = 2
 ALERT_IMU_FAULT = 3  # "The IMU stopped reporting correctly": the twin's sensors after a physics divergence
 ALERT_FIRMWARE_STALL = 4  # "A firmware thread stopped responding": reported by the SDK bridge for a stalled edge
 ALERT_FALL_DETECTED = 7
+ALERT_JOINT_OUT_OF_RANGE = 11
+ALERT_BMS_PROTECTION = 13
 ALERT_MOTOR_TEMP_HIGH = 17
+ALERT_BMS_LOW_SOC = 27
 
 SEVERITY_CRITICAL = int(AlertSeverity.CRITICAL)
 SEVERITY_WARNING = int(AlertSeverity.WARNING)

@@ -10,7 +10,8 @@
   timestamp restart on a virtual restart. `joint_current` is the sample's motor torque through the thermal model's
   assumed torque constant (`vasimov.motor_current`; approximate, FIDELITY.md).
 * HTTP :3000: `/api/version` for the SDK's target check, and the simulator's own endpoints under `/api/sim/`.
-  Push and inject answer 409 while the plant is faulted (a physics divergence holds until a restart).
+  Push and inject answer 409 while the plant is faulted (a physics divergence holds until a restart). Inject takes
+  every fault of `vasimov.faults` (400: unknown fault or bad parameter, 404: unknown joint).
 * `/vasimov/sdk/datagrams` carries copies of the datagrams only while someone subscribes (a recorder).
 * Link impairment (off by default): `link_*` parameters at start, `GET`/`POST /api/sim/link` at run time
   (`sim_link`); changes are logged and published latched on `/vasimov/sim/link`.
@@ -33,9 +34,10 @@ from std_msgs.msg import String
 from vasimov_msgs.msg import FirmwareState, PlantFault, PlantState, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
-from vasimov import graph_status, motor_space
-from vasimov.alerts import ALERT_FIRMWARE_STALL, alert_severity, latched_flags
+from vasimov import graph_status, joints, motor_space
+from vasimov.alerts import ALERT_FIRMWARE_STALL, SEVERITY_CRITICAL, alert_name, alert_severity, latched_flags
 from vasimov.commands import RobotCommand
+from vasimov.faults import FaultError, UnknownJointError, parse_fault
 from vasimov.frames import projected_gravity, rotate, yaw_from_quat
 from vasimov.model.urdf import link_names
 from vasimov.motor_current import motor_current, torque_constant
@@ -245,6 +247,11 @@ class SdkBridgeNode(Node):
         temps = None
         if fw is not None and fw.thermal_model_active:
             temps = [float(t) for t in fw.motor_temperature]
+        battery = None
+        if fw is not None and fw.battery_active:
+            battery = sdk_wire.BatteryReading(
+                voltage_v=fw.battery_voltage_v, current_a=fw.battery_current_a, soc_percent=fw.battery_soc_percent,
+                max_cell_temp_c=fw.battery_max_cell_temp_c, protection_flags=int(fw.battery_protection_flags))
         return sdk_wire.StateFrame(
             timestamp_us=round(msg.step * self.dt * 1e6),
             sequence=seq,
@@ -258,6 +265,7 @@ class SdkBridgeNode(Node):
             joint_temp=temps,
             error_flags=0 if fw is None else int(fw.error_flags),
             active_alerts=alerts,
+            battery=battery,
         )
 
     # -- UDP lane callbacks (receive thread) -----------------------------------------------------------------------
@@ -327,12 +335,27 @@ class SdkBridgeNode(Node):
                          "duration": push.duration}, status=202)
 
     def http_inject(self, req: Request) -> Any:
-        body = req.body if isinstance(req.body, dict) else {}
-        if body.get("fault") != "non_finite":
-            raise HttpError(400, 'inject needs {"fault": "non_finite"} (the only fault the plant can inject)')
+        try:
+            fault = parse_fault(req.body)
+        except UnknownJointError as exc:
+            raise HttpError(404, str(exc)) from None
+        except FaultError as exc:
+            raise HttpError(400, str(exc)) from None
         self._refuse_while_faulted("inject")
-        self._send_sim(SimControl(action=SimControl.ACTION_INJECT_FAULT))
-        return Response({"injected": "non_finite"}, status=202)
+        joint = "" if fault.joint is None else joints.JOINTS[fault.joint].firmware_name
+        self._send_sim(SimControl(action=SimControl.ACTION_INJECT_FAULT, fault=fault.name, joint=joint,
+                                  value=float(fault.value)))
+        self.get_logger().warning(f"fault injected over HTTP: {fault.name}{' on ' + joint if joint else ''}")
+        alert_id = fault.spec.alert_id
+        critical = alert_severity(alert_id) == SEVERITY_CRITICAL
+        reply = {"injected": fault.name, "alert": alert_name(alert_id), "alert_id": alert_id,
+                 "severity": "critical" if critical else "warning", "latches": critical,
+                 "recovery": "POST /api/sim/restart"}
+        if joint:
+            reply["joint"] = joint
+        if fault.spec.param is not None:
+            reply[fault.spec.param] = fault.value
+        return Response(reply, status=202)
 
     def _send_sim(self, m: SimControl) -> None:
         """Sim-control messages are volatile: refuse (503) rather than publish into the void before the plant's

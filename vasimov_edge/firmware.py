@@ -73,9 +73,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vasimov.alerts import (
+    ALERT_BMS_LOW_SOC,
+    ALERT_BMS_PROTECTION,
     ALERT_FALL_DETECTED,
     ALERT_FIRMWARE_STALL,
     ALERT_IMU_FAULT,
+    ALERT_JOINT_OUT_OF_RANGE,
+    ALERT_MOTOR_COMM_LOSS,
     ALERT_MOTOR_OVERTEMP,
     ALERT_MOTOR_TEMP_HIGH,
     alert_name,
@@ -92,6 +96,7 @@ from vasimov.commands import (
     VelocityCommand,
 )
 from vasimov.control_rate import DAMP_KD
+from vasimov.faults import LOW_SOC_PERCENT, OVERTEMP_C, TEMP_WARNING_C, FaultRequest
 from vasimov.joints import (
     DEFAULT_POS,
     NON_POLICY_JOINTS,
@@ -100,10 +105,14 @@ from vasimov.joints import (
     POLICY_KD,
     POLICY_KP,
     POLICY_TO_JOINT,
+    RANGE_HI,
+    RANGE_LO,
     STAND_KD,
     STAND_KP,
 )
+from vasimov.motor_current import motor_current, torque_constant
 from vasimov.motor_space import clamp_joint_targets, joint_to_state_torque, trajectory_to_joint_targets
+from vasimov_edge.battery import BatteryModel, BatteryParams, BatteryReading
 from vasimov_edge.thermal import ThermalModel, ThermalParams
 
 # Times are sums of float ticks (k * CONTROL_DT); compare with this slack so "exactly 0.5 s later" counts as 0.5 s.
@@ -172,6 +181,12 @@ class FirmwareParams:
     clamp_policy_targets: apply the firmware's target clamp (ankle pitch/roll limits, joint ranges) to the policy's
         targets too; the firmware's clamp lives in ``policy_thread.c::apply_ankle_coupling``, so the real robot's
         policy output goes through it.
+    battery_model: run the battery model (``vasimov_edge.battery``, ASSUMED parameters ``battery``): the battery
+        block of the state and the BMS alerts (BMS_LOW_SOC below ``low_soc_percent``, BMS_PROTECTION when the BMS
+        trips); off -> no battery reported.
+    joint_range_margin_rad: JOINT_OUT_OF_RANGE trips when a reported joint position is more than this past its
+        range (DECISION: the twin's joints meet MuJoCo's limits, which are soft constraints a hard landing presses
+        a little into; the check is for an encoder reading or a joint really past its limit). None: no check.
     """
 
     stand_ramp_s: float = 2.0
@@ -190,10 +205,14 @@ class FirmwareParams:
     report_fault_damp: bool = False
     thermal_model: bool = True
     thermal: ThermalParams = field(default_factory=ThermalParams)
-    temp_warning_c: float = 60.0
-    overtemp_c: float = 80.0
+    temp_warning_c: float = TEMP_WARNING_C
+    overtemp_c: float = OVERTEMP_C
     overtemp_clear_c: float = 70.0
     clamp_policy_targets: bool = True
+    battery_model: bool = True
+    battery: BatteryParams = field(default_factory=BatteryParams)
+    low_soc_percent: float = LOW_SOC_PERCENT
+    joint_range_margin_rad: float | None = 0.1
 
     def __post_init__(self) -> None:
         nonneg = (
@@ -262,7 +281,8 @@ class FirmwareOutput:
     position, velocity, kp, kd, torque_ff: the motor command for the plant, joint space, 25 each, read-only:
     ``tau = kp (position - q) + kd (velocity - qd) + torque_ff`` (the plant clamps to the torque limit).
     motor_temperature / motor_current are in firmware (motor) order, ankle slots = motors A, B; None when the thermal
-    model is off. policy_epoch increments every time MOVE/POLICY is entered (reset the policy backend when it
+    model is off. battery: the BMS reading, None when the battery model is off.
+    policy_epoch increments every time MOVE/POLICY is entered (reset the policy backend when it
     changes). input_error says why this tick's inputs were unusable (the previous valid reading was used).
     counters are cumulative since boot.
     """
@@ -288,6 +308,7 @@ class FirmwareOutput:
     torque_ff: np.ndarray
     motor_temperature: np.ndarray | None
     motor_current: np.ndarray | None
+    battery: BatteryReading | None
     input_error: str | None
     counters: dict[str, int]
 
@@ -329,6 +350,10 @@ COUNTERS: tuple[str, ...] = (
     "fall_latches",
     "overtemp_latches",
     "sensor_fault_latches",
+    "comm_loss_latches",
+    "joint_range_latches",
+    "bms_latches",
+    "faults_injected",
     "gantry_releases",
     "mode_changes",
     # the tick's inputs
@@ -427,6 +452,9 @@ class Firmware:
     def __init__(self, params: FirmwareParams | None = None) -> None:
         self.params = params or FirmwareParams()
         self._thermal = ThermalModel(self.params.thermal)
+        self._battery = BatteryModel(self.params.battery)
+        self._k_t = torque_constant(self.params.thermal.rated_current_a,
+                                    self.params.thermal.unknown_motor_rated_torque_nm)
         self._alerts = _AlertBook(self.params.alert_clear_s)
         self._policy_epoch = 0  # monotonic across restarts, so a change always means "reset the policy"
         self._gain_notes: tuple[str, ...] = ()
@@ -444,6 +472,8 @@ class Firmware:
         self._error_flags = 0
         self._alerts.clear()
         self._overtemp_active = np.zeros(NUM_JOINTS, dtype=bool)
+        self._imu_failed = False  # the IMU stopped reporting (injected, or the sensors of a diverged physics)
+        self._lost_motors: set[int] = set()  # motors that stopped answering on the CAN bus (injected)
         self._gantry_engaged = True
         self._gantry_lowering = False
         self._clock = 0.0
@@ -465,10 +495,13 @@ class Firmware:
         """Virtual power cycle: DAMP on the gantry, latch/flags/alerts/counters cleared, firmware clock back to 0.
 
         The caller's next ``t`` is relative to this new boot. Motor temperatures are physics, not firmware state, so
-        they survive a restart (a still-hot motor re-trips) unless ``reset_temperatures`` asks for a cold start.
+        they survive a restart (a still-hot motor re-trips) unless ``reset_temperatures`` asks for a cold start; heat
+        put in by ``inject`` is taken out (the scenario ends with the power cycle). The battery boots fresh.
         """
         if reset_temperatures:
             self._thermal.reset()
+        self._thermal.clear_injected()  # an injected heat soak was a scenario; the power cycle ends it
+        self._battery.reset()
         self._boot()
 
     # ── read-only views ───────────────────────────────────────────────────────────────────────────────────────
@@ -712,8 +745,31 @@ class Firmware:
         """The robot's sensors stopped reporting (the twin's physics diverged; the plant holds the last finite
         reading): latch DAMP with the critical IMU_FAULT alert, as the firmware does for a sensor that fails. The
         alert stays until a restart, because the condition does."""
+        self._imu_failed = True
         self._alerts.update(ALERT_IMU_FAULT, 0, True, 1.0, 0.0, self._clock)
         self._latch(ALERT_IMU_FAULT, "sensor_fault_latches")
+
+    def inject(self, request: FaultRequest) -> None:
+        """Set up an injected fault's condition (``vasimov.faults``); the next tick's checks raise its alert and
+        latch it if it is critical, as they would for the real condition. Until a restart.
+
+        What the firmware detects itself from its inputs (a joint reading past its range, the sensors of a diverged
+        physics) needs nothing here. What it learns from hardware the twin has no model of, it learns here: an IMU
+        that stopped updating (the IMU driver's timeout) and a motor that stopped answering (the CAN bus). The
+        thermal and battery models take the heat and the charge.
+        """
+        name, joint = request.name, request.joint
+        self._counters["faults_injected"] += 1
+        if name == "imu_failure":
+            self._imu_failed = True
+        elif name == "motor_comm_loss" and joint is not None:
+            self._lost_motors.add(joint)
+        elif name in ("motor_overtemp", "motor_temp_high") and joint is not None:
+            self._thermal.inject_heat(joint, request.value)
+        elif name == "bms_low_soc":
+            self._battery.set_soc(request.value)
+        elif name == "bms_protection":
+            self._battery.set_soc(0.0)
 
     def _latch(self, alert_id: int, counter: str) -> None:
         bit = latched_flags(alert_id)
@@ -753,18 +809,23 @@ class Firmware:
         if valid:
             self._last_valid = reading
         # Before the first valid reading: a neutral one (only DAMP/STAND targets can depend on it).
-        q, _qd, g, tau = self._last_valid or _NEUTRAL_READING
+        q, qd, g, tau = self._last_valid or _NEUTRAL_READING
 
         # Thermal model (physics of the motors; runs in every mode).
         temps: np.ndarray | None = None
         currents: np.ndarray | None = None
+        battery: BatteryReading | None = None
+        tau_motor = joint_to_state_torque(tau)
         if p.thermal_model:
-            tau_motor = joint_to_state_torque(tau)
             temps = self._thermal.step(tau_motor, dt if valid else 0.0)
             currents = self._thermal.current(tau_motor)
+        if p.battery_model:
+            # power is frame-independent: joint-space torque x joint velocity
+            battery = self._battery.step(tau, qd, motor_current(tau_motor, self._k_t), dt if valid else 0.0)
 
         if valid:
-            self._check_faults(t, g, temps)
+            self._check_faults(t, q, g, temps)
+        self._check_injected(t, battery)
 
         # Watchdogs (Edge): trajectory session -> DAMP; velocity staleness -> zero, stay MOVE.
         if (
@@ -811,6 +872,7 @@ class Firmware:
             torque_ff=targets.torque_ff,
             motor_temperature=None if temps is None else _ro(temps),
             motor_current=None if currents is None else _ro(currents),
+            battery=battery,
             input_error=input_error,
             counters=dict(self._counters),
         )
@@ -827,10 +889,49 @@ class Firmware:
             out.append(a)
         return out[0], out[1], out[2], out[3]
 
-    def _check_faults(self, t: float, g: np.ndarray, temps: np.ndarray | None) -> None:
+    def _check_injected(self, t: float, battery: BatteryReading | None) -> None:
+        """Conditions that hold whatever the tick's reading: a failed IMU, lost motors, the BMS."""
+        if self._imu_failed:
+            self._alerts.update(ALERT_IMU_FAULT, 0, True, 1.0, 0.0, t)
+            self._latch(ALERT_IMU_FAULT, "sensor_fault_latches")
+        lost = sorted(self._lost_motors)
+        self._alerts.update(ALERT_MOTOR_COMM_LOSS, lost[0] if lost else 0, bool(lost), len(lost), 0.0, t)
+        if lost:
+            self._latch(ALERT_MOTOR_COMM_LOSS, "comm_loss_latches")
+        if battery is None:
+            return
         p = self.params
+        self._alerts.update(ALERT_BMS_LOW_SOC, 0, battery.soc_percent < p.low_soc_percent, battery.soc_percent,
+                            p.low_soc_percent, t)
+        cutoff_mv = p.battery.cells * p.battery.cell_cutoff_v * 1000.0
+        tripped = battery.protection_flags != 0
+        self._alerts.update(ALERT_BMS_PROTECTION, 0, tripped, battery.voltage_v * 1000.0, cutoff_mv, t)
+        if tripped:
+            self._latch(ALERT_BMS_PROTECTION, "bms_latches")
+
+    def _check_range(self, t: float, q: np.ndarray) -> None:
+        """JOINT_OUT_OF_RANGE from the reported positions. DECISION: armed while no other fault is latched -- after
+        a latch the joints are no longer commanded, and a limp joint pressed against its stop by the fall that
+        latched is a consequence, not a new fault."""
+        margin = self.params.joint_range_margin_rad
+        if margin is None:
+            return
+        bit = latched_flags(ALERT_JOINT_OUT_OF_RANGE)
+        if self._latched and self._error_flags & bit != bit:
+            return
+        past = np.maximum(RANGE_LO - q, q - RANGE_HI)
+        out = past > margin
+        worst = int(np.argmax(past))
+        self._alerts.update(ALERT_JOINT_OUT_OF_RANGE, worst, bool(np.any(out)), past[worst] * 1000.0,
+                            margin * 1000.0, t)
+        if np.any(out):
+            self._latch(ALERT_JOINT_OUT_OF_RANGE, "joint_range_latches")
+
+    def _check_faults(self, t: float, q: np.ndarray, g: np.ndarray, temps: np.ndarray | None) -> None:
+        p = self.params
+        self._check_range(t, q)
         # Fall: armed only once the gantry has let go (the gantry holds the robot upright anyway).
-        fallen = p.fall_detection and not self._gantry_engaged and g[2] > p.fall_gravity_z
+        fallen = p.fall_detection and not self._gantry_engaged and not self._imu_failed and g[2] > p.fall_gravity_z
         tilt = math.degrees(math.acos(max(-1.0, min(1.0, -g[2] / (float(np.linalg.norm(g)) or 1.0)))))
         trip_tilt = math.degrees(math.acos(max(-1.0, min(1.0, -p.fall_gravity_z))))
         self._alerts.update(ALERT_FALL_DETECTED, 0, fallen, tilt, trip_tilt, t)

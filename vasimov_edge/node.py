@@ -14,12 +14,13 @@ import time
 import numpy as np
 from geometry_msgs.msg import Twist
 from rclpy.node import Node
-from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantFault, PlantState, PolicyStep
+from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantFault, PlantState, PolicyStep, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import joints
 from vasimov.command_rules import validated
 from vasimov.commands import CommandSource, Rejection, RobotCommand, VelocityCommand
+from vasimov.faults import FaultError, from_fields
 from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import from_msg
@@ -40,6 +41,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "temperatures are not reported and no thermal alert fires."),
     ParamSpec("arbiter_hold", 1.0, "Seconds a higher-priority command source keeps control after its last command.",
               min=0.0, max=60.0),
+    ParamSpec("battery_model", True, "Model the battery pack (assumed parameters): the battery block of the state "
+              "and the BMS alerts; off = no battery is reported."),
     ParamSpec("report_fault_damp", False, "Report a latched fault as mode FAULT_DAMP (5) instead of DAMP (0); either "
               "way error_flags and the alert are set and the latch holds until a restart."),
 )
@@ -55,6 +58,7 @@ class EdgeNode(Node):
             stand_ramp_s=self.p["stand_ramp_duration"],
             thermal_model=self.p["thermal_model"],
             report_fault_damp=self.p["report_fault_damp"],
+            battery_model=self.p["battery_model"],
         ))
         self.arbiter = Arbiter(hold_s=self.p["arbiter_hold"])
         self.script = command_script.ScriptPlayer(
@@ -77,6 +81,7 @@ class EdgeNode(Node):
         self.create_subscription(RobotCommandMsg, topics.ROBOT_COMMAND, self.on_command, qos.COMMANDS)
         self.create_subscription(Twist, topics.CMD_VEL, self.on_cmd_vel, qos.COMMANDS)
         self.create_subscription(PlantFault, topics.PLANT_FAULT, self.on_plant_fault, qos.LATCHED)
+        self.create_subscription(SimControl, topics.SIM_CONTROL, self.on_sim_control, qos.COMMANDS)
         self.m_cmd = MotorCommand()
         self.m_state = FirmwareState()
         subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, loop_in)  # noqa: E731
@@ -129,6 +134,22 @@ class EdgeNode(Node):
             return
         if msg.epoch == self.epoch:
             self._latch_plant_fault(msg.kind)
+
+    def on_sim_control(self, msg: SimControl) -> None:
+        """The firmware's part of an injected fault (``vasimov.faults``): what it detects of hardware the twin has no
+        model of (an IMU timeout, a motor silent on the CAN bus), and the heat or charge of its own models. The plant
+        does the physical part from the same message; each validates it with the same rules."""
+        if msg.action != SimControl.ACTION_INJECT_FAULT:
+            return
+        try:
+            req = from_fields(msg.fault, msg.joint, float(msg.value))
+        except FaultError as exc:
+            self.log_limited("inject", f"fault injection rejected: {exc}")
+            return
+        if req.spec.edge:
+            self.firmware.inject(req)
+            self.get_logger().warning(f"fault injected: {req.name}"
+                                      + ("" if req.joint is None else f" on {joints.JOINTS[req.joint].firmware_name}"))
 
     def _latch_plant_fault(self, kind: str) -> None:
         self.firmware.latch_sensor_fault()
@@ -228,6 +249,11 @@ class EdgeNode(Node):
         s.thermal_model_active = out.motor_temperature is not None
         s.motor_temperature = (np.zeros(joints.NUM_JOINTS) if out.motor_temperature is None
                                else np.asarray(out.motor_temperature, dtype=float))
+        b = out.battery
+        s.battery_active = b is not None
+        if b is not None:
+            s.battery_voltage_v, s.battery_current_a, s.battery_soc_percent = b.voltage_v, b.current_a, b.soc_percent
+            s.battery_max_cell_temp_c, s.battery_protection_flags = b.max_cell_temp_c, int(b.protection_flags)
         counters = dict(out.counters)
         counters["policy_late"] = self.policy_late
         s.counter_names = list(counters)

@@ -97,6 +97,9 @@ class ThermalModel:
         # N·m/A, output side: the one assumed k_t, the same the SDK bridge reports joint_current with
         self.torque_constant = torque_constant(self.params.rated_current_a, self.params.unknown_motor_rated_torque_nm)
         self._temp = np.full(NUM_JOINTS, self.params.ambient_c)
+        # Heat put in by ``inject_heat`` (K above what the torques alone give), decaying with the same time
+        # constant: the model is linear in T, so the injected part evolves on its own and can be taken out again.
+        self._injected = np.zeros(NUM_JOINTS)
 
     @property
     def temperature(self) -> np.ndarray:
@@ -106,6 +109,21 @@ class ThermalModel:
     def reset(self, temperature_c: float | None = None) -> None:
         """Every motor back to ``temperature_c`` (default: ambient), e.g. a cold start."""
         self._temp[:] = self.params.ambient_c if temperature_c is None else float(temperature_c)
+        self._injected[:] = 0.0
+
+    def inject_heat(self, motor: int, temperature_c: float) -> None:
+        """Scenario hook: motor ``motor`` (firmware index) is at ``temperature_c`` now, as after a heat soak the
+        torques did not cause; from here the model cools it (or heats it further) on its own."""
+        if not math.isfinite(temperature_c):
+            raise ValueError(f"temperature_c must be finite, got {temperature_c!r}")
+        self._injected[motor] += float(temperature_c) - self._temp[motor]
+        self._temp[motor] = float(temperature_c)
+
+    def clear_injected(self) -> None:
+        """Take out what ``inject_heat`` put in (what of it has not decayed yet): the temperatures the torques alone
+        would have given. The twin's virtual restart ends an injected scenario this way."""
+        self._temp -= self._injected
+        self._injected[:] = 0.0
 
     def current(self, tau_motor: ArrayLike) -> np.ndarray:
         """Each motor's current (A, signed) for the given motor-frame torques (``motor_current`` with this k_t)."""
@@ -130,6 +148,7 @@ class ThermalModel:
         if math.isfinite(dt) and dt > 0.0 and np.all(np.isfinite(tau)):
             alpha = 1.0 - math.exp(-dt / self.params.time_constant_s)
             self._temp += (self.steady_state(tau) - self._temp) * alpha
+            self._injected *= 1.0 - alpha
         return self._temp.copy()
 
 

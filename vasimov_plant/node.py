@@ -32,6 +32,7 @@ from vasimov_msgs.msg import MotorCommand, PlantFault, SimControl
 
 from vasimov import joints
 from vasimov.control_rate import DAMP_KD
+from vasimov.faults import FaultError, FaultRequest, affected_joints, from_fields
 from vasimov.realism import describe, parse_realism
 from vasimov.ros import qos, topics
 from vasimov.ros.params import COMMON, ParamSpec, declare
@@ -248,10 +249,31 @@ class PlantNode(Node):
                 except (KeyError, ValueError) as exc:  # a broken rule (PushError), no such body (KeyError)
                     self._reject_sim_control("push", f"push rejected: {exc}")
             elif msg.action == SimControl.ACTION_INJECT_FAULT:
-                self.get_logger().warning("injecting a non-finite physics state on request")
-                self.core.inject_non_finite()
+                try:  # the one set of fault rules (the HTTP API's too)
+                    self._inject(from_fields(msg.fault, msg.joint, float(msg.value)))
+                except FaultError as exc:
+                    self._reject_sim_control("inject", f"fault injection rejected: {exc}")
             else:
                 self._reject_sim_control("action", f"sim control rejected: unknown action {msg.action}")
+
+    def _inject(self, req: FaultRequest) -> None:
+        """The plant's part of an injected fault (``vasimov.faults``): the physics or a sensor; the edge does the
+        firmware's part from the same message."""
+        if not req.spec.plant:
+            return
+        joint = req.joint
+        what = f"{req.name}" + ("" if joint is None else f" on {joints.JOINTS[joint].firmware_name}")
+        self.get_logger().warning(f"injecting {what} on request")
+        if req.name == "non_finite":
+            self.core.inject_non_finite()
+        elif req.name == "imu_failure":
+            self.core.freeze_imu()
+        elif req.name == "motor_comm_loss" and joint is not None:
+            self.core.lose_motors(affected_joints(joint))
+        elif req.name == "joint_out_of_range" and joint is not None:
+            # the encoder reads req.value past the upper limit, from the joint's position now
+            q = float(self.core.sensors().q[joint])
+            self.core.offset_encoder(joint, float(joints.RANGE_HI[joint]) + req.value - q)
 
     def _reject_sim_control(self, key: str, message: str) -> None:
         self.rejected_sim_control += 1

@@ -277,6 +277,15 @@ class PlantCore:
         self._warn_base = np.zeros_like(self.data.warning.number)
         self._faulted: PhysicsError | None = None
         self._step_count = 0
+        # Injected sensor and actuator faults (``vasimov.faults``), cleared by ``reset()``: motors that stopped
+        # answering (limp, their last reply held in the reading), a frozen IMU, encoder offsets.
+        self._lost = np.zeros(n, dtype=bool)
+        self._held_q = np.zeros(n)
+        self._held_qd = np.zeros(n)
+        self._held_tau = np.zeros(n)
+        self._held_imu: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._encoder_offset = np.zeros(n)
+        self._sensor_faults = False
         self._gantry_lowering = False
         feet = np.flatnonzero(self.index.geom_foot_side > 0)
         if not np.all(self.model.geom_type[feet] == mujoco.mjtGeom.mjGEOM_SPHERE):
@@ -353,6 +362,10 @@ class PlantCore:
         self._gantry_lowering = False
         self._faulted = None
         self._step_count = 0
+        self._lost[:] = False
+        self._held_imu = None
+        self._encoder_offset[:] = 0.0
+        self._sensor_faults = False
         mujoco.mj_forward(m, d)
         self._warn_base[:] = d.warning.number
         if self.realism is not None:
@@ -435,6 +448,33 @@ class PlantCore:
         self.data.xfrc_applied[bid, 3:] = 0.0
         self._pushes[bid] = steps
 
+    def lose_motors(self, joints: tuple[int, ...]) -> None:
+        """Scenario hook: the motors of ``joints`` (joint indices) stop answering, as on a lost CAN link: they
+        apply no torque from the next step on (limp), and the reading keeps their last reply (position, velocity,
+        torque) until ``reset()``."""
+        now = self.sensors()
+        for j in joints:
+            if not self._lost[j]:
+                self._lost[j] = True
+                self._held_q[j], self._held_qd[j], self._held_tau[j] = now.q[j], now.qd[j], now.tau[j]
+        self._sensor_faults = True
+
+    def freeze_imu(self) -> None:
+        """Scenario hook: the IMU stops updating; orientation, gyro and accelerometer keep their last values until
+        ``reset()`` (the physics goes on)."""
+        if self._held_imu is None:
+            now = self.sensors()
+            self._held_imu = (now.imu_quat, now.gyro, now.accel)
+        self._sensor_faults = True
+
+    def offset_encoder(self, joint: int, offset: float) -> None:
+        """Scenario hook: joint ``joint``'s encoder reads ``offset`` rad more than the joint's position (a slipped
+        encoder) until ``reset()``; the physics is unchanged."""
+        if not math.isfinite(offset):
+            raise ValueError(f"offset must be finite, got {offset!r}")
+        self._encoder_offset[joint] += offset
+        self._sensor_faults = True
+
     def inject_non_finite(self) -> None:
         """Scenario hook: corrupt the base velocity with NaN, as a diverging solver would, so users (and tests) can
         rehearse the fault path end to end. The next ``step()`` reports it as a ``PhysicsError``."""
@@ -455,6 +495,8 @@ class PlantCore:
         tau = self.motor.compute(self._q, self._qd, *cmd, out=self._tau)
         if self.realism is not None:
             self.realism.scale_torque(tau)
+        if self._sensor_faults:
+            tau[self._lost] = 0.0  # a motor that lost its link applies nothing
         d.ctrl[ix.actuator_id] = tau
         mujoco.mj_step2(m, d)
         self._collect_foot_forces()
@@ -525,18 +567,19 @@ class PlantCore:
     def sensors(self) -> SensorReading:
         """A snapshot of the robot's own sensors (copies; safe to keep), with the run's sensor errors when realism
         is on (``ideal_sensors`` is the same instant without them)."""
-        ideal = self.ideal_sensors()
-        if self.realism is None:
-            return ideal
-        q, qd, quat, gyro, accel = self.realism.apply(ideal.q, ideal.qd, ideal.imu_quat, ideal.gyro, ideal.accel)
-        return SensorReading(q=q, qd=qd, tau=ideal.tau, imu_quat=quat, gyro=gyro, accel=accel,
-                             gantry_engaged=ideal.gantry_engaged, time=ideal.time)
+        reading = self.ideal_sensors()
+        if self.realism is not None:
+            ideal = reading
+            q, qd, quat, gyro, accel = self.realism.apply(ideal.q, ideal.qd, ideal.imu_quat, ideal.gyro, ideal.accel)
+            reading = SensorReading(q=q, qd=qd, tau=ideal.tau, imu_quat=quat, gyro=gyro, accel=accel,
+                                    gantry_engaged=ideal.gantry_engaged, time=ideal.time)
+        return self._faulty(reading) if self._sensor_faults else reading  # injected faults: what control sees
 
     def ideal_sensors(self) -> SensorReading:
         """The sensors as an ideal instrument reads them (simulator truth: for evaluation, never control)."""
         d, ix = self.data, self.index
         s = d.sensordata
-        return SensorReading(
+        reading = SensorReading(
             q=d.qpos[ix.qpos_adr],
             qd=d.qvel[ix.dof_adr],
             tau=d.actuator_force[ix.actuator_id],
@@ -546,6 +589,16 @@ class PlantCore:
             gantry_engaged=self.gantry_engaged,
             time=float(d.time),
         )
+        return reading
+
+    def _faulty(self, r: SensorReading) -> SensorReading:
+        """The reading as the injected sensor faults make it (lost motors' last replies, a frozen IMU, offsets)."""
+        q, qd, tau = r.q + self._encoder_offset, r.qd.copy(), r.tau.copy()
+        lost = self._lost
+        q[lost], qd[lost], tau[lost] = self._held_q[lost], self._held_qd[lost], self._held_tau[lost]
+        quat, gyro, accel = (r.imu_quat, r.gyro, r.accel) if self._held_imu is None else self._held_imu
+        return SensorReading(q=q, qd=qd, tau=tau, imu_quat=quat.copy(), gyro=gyro.copy(), accel=accel.copy(),
+                             gantry_engaged=r.gantry_engaged, time=r.time)
 
     def truth(self) -> GroundTruth:
         """Simulator ground truth of the floating base and foot contacts."""
