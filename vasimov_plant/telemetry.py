@@ -63,6 +63,7 @@ class PlantPublishers:
         # the ground around it (vasimov.scenes), latched JSON: the Foxglove bridge draws it, bags keep it
         self.scene = node.create_publisher(String, topics.SCENE, qos.LATCHED)
 
+        self.boot_state = 0  # vasimov.boot_states.BootState of this life, set by the node at each boot
         self.m_clock = Clock()
         self.m_state = PlantState()
         self.m_joints = JointState()
@@ -92,6 +93,7 @@ class PlantPublishers:
         m.control_tick = snap.control_tick
         m.command_tick = snap.command_tick
         m.epoch = epoch
+        m.boot_state = self.boot_state
         m.position = s.q
         m.velocity = s.qd
         m.effort = s.tau
