@@ -31,7 +31,7 @@ Z25 = np.zeros(joints.NUM_JOINTS)
 
 # -- rules -----------------------------------------------------------------------------------------------------------
 def test_the_sustained_force_bound_is_the_robots_weight() -> None:
-    assert ROBOT_WEIGHT_N == pytest.approx(32.224913 * 9.81)
+    assert pytest.approx(32.224913 * 9.81) == ROBOT_WEIGHT_N
     assert MAX_SUSTAINED_FORCE_N == ROBOT_WEIGHT_N
     ok = parse_force({"body": "pelvis_link", "force": [300, 0, 80]})
     assert ok.force == (300.0, 0.0, 80.0) and not ok.clears
