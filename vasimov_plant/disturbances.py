@@ -51,7 +51,8 @@ class Disturbances:
     def reject(self, action: str, source: str, reason: str) -> None:
         self.counts["rejected"] += 1
         self.emit("rejected", action=action, source=source, reason=reason)
-        self.node._reject_sim_control(action, f"{action} rejected: {reason}")
+        key = f"{action} while faulted" if self.node.faulted else action  # one rate-limited log line per kind
+        self.node._reject_sim_control(key, f"{action} rejected: {reason}")
 
     # -- requests (callers hold node.cond) -----------------------------------------------------------------------
     def _check(self, body: str) -> None:
