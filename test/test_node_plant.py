@@ -243,7 +243,7 @@ def test_restart_push_rejections_and_fault(plant):
     assert all(np.all(np.isfinite(m.position)) for m in held), "the last finite reading, never NaN"
     sim.publish(SimControl(action=SimControl.ACTION_PUSH, body="pelvis_link", force=[1.0, 0.0, 0.0],
                            duration=0.1))
-    node.wait_log(r"sim control rejected: the physics is faulted until a restart", 20)
+    node.wait_log(r"push rejected: the physics is faulted until a restart", 20)
     sim.publish(SimControl(action=SimControl.ACTION_RESTART))
     wait_for(lambda: any(m.epoch == 2 and m.step > 8 for m in probe.all(topics.PLANT_STATE)), 20,
              "physics again after a restart")

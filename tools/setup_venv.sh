@@ -37,7 +37,7 @@ if [ "$(cat "$STAMP/requirements" 2>/dev/null)" != "$req_hash" ]; then
   echo "$req_hash" > "$STAMP/requirements"
 fi
 
-msg_hash=$(hash_of "$ROOT"/msg/package.xml "$ROOT"/msg/CMakeLists.txt "$ROOT"/msg/msg/*.msg)
+msg_hash=$(hash_of "$ROOT"/msg/package.xml "$ROOT"/msg/CMakeLists.txt "$ROOT"/msg/msg/*.msg "$ROOT"/msg/srv/*.srv)
 if [ "$(cat "$STAMP/msgs" 2>/dev/null)" != "$msg_hash" ]; then
   echo "setup: building msg/ (vasimov_msgs) into the venv"
   BUILD=$ROOT/build/vasimov_msgs

@@ -12,6 +12,9 @@
 * HTTP :3000: `/api/version` for the SDK's target check, and the simulator's own endpoints under `/api/sim/`.
   Push and inject answer 409 while the plant is faulted (a physics divergence holds until a restart). Inject takes
   every fault of `vasimov.faults` (400: unknown fault or bad parameter, 404: unknown joint).
+* Disturbances: `POST /api/sim/restart {"boot": NAME}` boots a named state (`vasimov.boot_states`); sustained forces
+  at `/api/sim/force` (`sim_disturb`); the plant's event lines (`/vasimov/sim/events`) feed `disturbances` in
+  `GET /api/sim/counters`.
 * `/vasimov/sdk/datagrams` carries copies of the datagrams only while someone subscribes (a recorder).
 * Link impairment (off by default): `link_*` parameters at start, `GET`/`POST /api/sim/link` at run time
   (`sim_link`); changes are logged and published latched on `/vasimov/sim/link`.
@@ -36,6 +39,7 @@ from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import graph_status, joints, motor_space
 from vasimov.alerts import ALERT_FIRMWARE_STALL, SEVERITY_CRITICAL, alert_name, alert_severity, latched_flags
+from vasimov.boot_states import BootError, parse_boot
 from vasimov.commands import RobotCommand
 from vasimov.faults import FaultError, UnknownJointError, parse_fault
 from vasimov.frames import projected_gravity, rotate, yaw_from_quat
@@ -50,6 +54,7 @@ from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
 from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response, parse_push
+from vasimov_bridge.sim_disturb import DisturbanceView, ForceControl
 from vasimov_bridge.sim_link import LinkControl, link_params, settings_from_params
 from vasimov_bridge.state_pairing import FRESH, Paired, StatePairing
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
@@ -145,11 +150,18 @@ class SdkBridgeNode(Node):
         self.link = LinkControl(self.lane, self.p["seed"], self.get_logger().info,
                                 lambda text: pub_link.publish(String(data=text)))
         self.link.apply(settings_from_params(self.p), "start-up parameters")
+        self.disturbances = DisturbanceView()
+        self.create_subscription(String, topics.SIM_EVENTS, lambda m: self.disturbances.update(m.data), qos.EVENTS)
+        force = ForceControl(self.disturbances, robot_bodies, self._send_sim, self._refuse_while_faulted,
+                             self.get_logger().info)
         self.http = HttpApi(HttpConfig(host=self.p["bind_host"], port=self.p["http_port"],
                                        robot_os_version=self.p["robot_os_version"]))
         self.http.add_route("GET", "/api/sim/truth", self.http_truth)
         self.http.add_route("POST", "/api/sim/restart", self.http_restart)
         self.http.add_route("POST", "/api/sim/push", self.http_push)
+        self.http.add_route("GET", "/api/sim/force", force.http_get)
+        self.http.add_route("POST", "/api/sim/force", force.http_post)
+        self.http.add_route("DELETE", "/api/sim/force", force.http_delete)
         self.http.add_route("GET", "/api/sim/counters", self.http_counters)
         self.http.add_route("GET", "/api/sim/firmware", self.http_firmware)
         self.http.add_route("POST", "/api/sim/inject", self.http_inject)
@@ -313,9 +325,17 @@ class SdkBridgeNode(Node):
         }
 
     def http_restart(self, req: Request) -> Any:
-        self._send_sim(SimControl(action=SimControl.ACTION_RESTART))
-        self.get_logger().info("virtual restart requested over HTTP")
-        return Response({"restarting": True, "previous_epoch": self.epoch}, status=202)
+        body = req.body if isinstance(req.body, dict) else {}
+        unknown = set(body) - {"boot"}
+        if unknown:
+            raise HttpError(400, f"unknown keys {sorted(unknown)}; valid: boot")
+        try:
+            boot = parse_boot(body.get("boot"))
+        except BootError as exc:
+            raise HttpError(400, str(exc)) from None
+        self._send_sim(SimControl(action=SimControl.ACTION_RESTART, boot=boot.label))
+        self.get_logger().info(f"virtual restart requested over HTTP: boot {boot.label}")
+        return Response({"restarting": True, "previous_epoch": self.epoch, "boot": boot.label}, status=202)
 
     def _refuse_while_faulted(self, what: str) -> None:
         fault = self.faulted()
@@ -382,6 +402,7 @@ class SdkBridgeNode(Node):
             "state_frames_late_firmware": self.pairing.late_frames,
             "datagram_tap_active": self.tap_active,
             "plant_fault": self._fault_json(),
+            "disturbances": self.disturbances.snapshot(),  # boot state, sustained forces, event counts (plant's)
             "firmware": {} if fw is None else dict(zip(fw.counter_names, [int(v) for v in fw.counter_values],
                                                        strict=True)),
             # the supervisor's view of the processes (exits, restarts of observers); None under ros2 launch

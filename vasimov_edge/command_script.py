@@ -1,8 +1,15 @@
 """Timed command scripts: the deterministic command source for lockstep runs, benches and tests.
 
-A script is a YAML list of entries `{t: SECONDS, cmd: damp|stand|velocity|trajectory, ...}` on firmware time.
-At each control tick the edge submits every entry whose time has come, before the firmware decides that tick, so
+A script is a YAML list of entries `{t: SECONDS, cmd: damp|stand|velocity|trajectory|push|force, ...}` on firmware
+time. At each control tick the edge submits every entry whose time has come, before the firmware decides that tick, so
 the same script always acts on the same tick.
+
+`push` and `force` entries are disturbances, not robot commands: `{t, cmd: push, body, force: [x, y, z], duration}`
+and `{t, cmd: force, body, force: [x, y, z]}` (a sustained force until the next `force` entry on that body; `[0, 0,
+0]` clears it). They are checked at load by the simulator's one rule set (``vasimov.sim_control``, the HTTP API's)
+and the robot's body list, and go to the plant (``SimControl``), which applies them from the control period that
+answers the entry's tick -- sent one tick ahead, so they act on the same physics step in every run. A disturbance due
+at t = 0 acts from tick 1 (20 ms), the first the edge can announce ahead.
 
 A nonzero `velocity` entry *holds* until the next entry, as a client holding a velocity does: the firmware zeroes a
 velocity after 2 s without a new one (the API page's staleness watchdog), so the player re-sends the held command
@@ -28,6 +35,8 @@ from vasimov.commands import (
     TrajectoryCommand,
     VelocityCommand,
 )
+from vasimov.model.urdf import link_names
+from vasimov.sim_control import PushError, parse_force, parse_push
 
 
 class ScriptError(ValueError):
@@ -35,9 +44,34 @@ class ScriptError(ValueError):
 
 
 @dataclass(frozen=True)
+class Disturbance:
+    """A push (``duration`` > 0) or a sustained force (``duration`` None) for the plant, already validated."""
+
+    body: str
+    force: tuple[float, float, float]
+    duration: float | None = None
+
+
+@dataclass(frozen=True)
 class ScriptEntry:
     t: float
-    command: RobotCommand
+    command: RobotCommand | Disturbance
+
+
+def _disturbance(i: int, e: dict) -> Disturbance:
+    fields = {k: v for k, v in e.items() if k not in ("t", "cmd")}
+    try:
+        if e["cmd"] == "push":
+            p = parse_push(fields)
+            d = Disturbance(p.body, p.force, p.duration)
+        else:
+            f = parse_force(fields)
+            d = Disturbance(f.body, f.force)
+    except PushError as exc:
+        raise ScriptError(f"entry {i}: {e['cmd']}: {exc}") from None
+    if d.body not in link_names():
+        raise ScriptError(f"entry {i}: {e['cmd']}: unknown body {d.body!r}; valid: {', '.join(link_names())}")
+    return d
 
 
 def parse(entries: list[dict]) -> list[ScriptEntry]:
@@ -52,8 +86,10 @@ def parse(entries: list[dict]) -> list[ScriptEntry]:
             raise ScriptError(f"entry {i}: t must be a finite time >= 0, got {e['t']!r}")
         kind = e["cmd"]
         src = CommandSource.SCRIPT
-        if kind == "damp":
-            cmd: RobotCommand = DampCommand(source=src, sequence=i)
+        if kind in ("push", "force"):
+            cmd: RobotCommand | Disturbance = _disturbance(i, e)
+        elif kind == "damp":
+            cmd = DampCommand(source=src, sequence=i)
         elif kind == "stand":
             cmd = StandCommand(source=src, sequence=i)
         elif kind == "velocity":
@@ -65,7 +101,8 @@ def parse(entries: list[dict]) -> list[ScriptEntry]:
             kd = tuple(float(v) for v in e["kd"]) if "kd" in e else None
             cmd = TrajectoryCommand(pos, kp, kd, source=src, sequence=i)
         else:
-            raise ScriptError(f"entry {i}: unknown cmd {kind!r}; expected damp, stand, velocity or trajectory")
+            raise ScriptError(f"entry {i}: unknown cmd {kind!r}; expected damp, stand, velocity, trajectory, push "
+                              "or force")
         out.append(ScriptEntry(t, cmd))
     out.sort(key=lambda s: s.t)
     return out
@@ -96,7 +133,8 @@ class ScriptPlayer:
     def __init__(self, entries: list[ScriptEntry], keepalive_s: float = KEEPALIVE_S) -> None:
         if not (math.isfinite(keepalive_s) and keepalive_s > 0.0):
             raise ScriptError(f"keepalive_s must be a finite time > 0, got {keepalive_s!r}")
-        self.entries = entries
+        self.entries = [e for e in entries if not isinstance(e.command, Disturbance)]
+        self.disturbances = [e for e in entries if isinstance(e.command, Disturbance)]
         self.keepalive_s = keepalive_s
         self.rewind()
 
@@ -115,7 +153,16 @@ class ScriptPlayer:
                 self.resend_at += self.keepalive_s
         return out
 
+    def disturbances_due(self, t: float) -> list[Disturbance]:
+        """The disturbances due by ``t`` (each once): the edge asks one control period ahead."""
+        out: list[Disturbance] = []
+        while self.next_disturbance < len(self.disturbances) and self.disturbances[self.next_disturbance].t <= t + _EPS:
+            out.append(self.disturbances[self.next_disturbance].command)
+            self.next_disturbance += 1
+        return out
+
     def rewind(self) -> None:
         self.next = 0
+        self.next_disturbance = 0
         self.held: RobotCommand | None = None
         self.resend_at = math.inf

@@ -86,6 +86,7 @@ from vasimov.alerts import (
     alert_severity,
     latched_flags,
 )
+from vasimov.boot_states import DEFAULT_BOOT, BootState
 from vasimov.command_rules import Reason, validate
 from vasimov.commands import (
     DampCommand,
@@ -461,7 +462,8 @@ class Firmware:
         self._boot()
 
     # ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────────
-    def _boot(self) -> None:
+    def _boot(self, boot: BootState = DEFAULT_BOOT) -> None:
+        self._boot_state = boot
         self._wall: float | None = None  # wall clock of the call in progress (real time only)
         self._mode = Mode.DAMP
         self._submode = MoveSubmode.NONE
@@ -490,9 +492,25 @@ class Firmware:
         self._last_valid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._last_targets: _Targets | None = None
         self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        if boot is BootState.STANDING:
+            # DECISION (vasimov.boot_states): the robot a few seconds after STAND, the hook taken away: STAND with its
+            # ramp done (the targets are the stand pose), gantry off, not armed; the upright hold starts at the first
+            # tick, as the SDK's mirror starts at its first STAND sample.
+            self._mode = Mode.STAND
+            self._gantry_engaged = False
+            self._ramp_from = DEFAULT_POS.copy()
+            self._ramp_t0 = -self.params.stand_ramp_s
+        elif boot.lying:
+            # On the floor, the gantry off: DAMP, and the fall detector trips on the first tick's tilt, latching
+            # FALL_DETECTED exactly as after a fall.
+            self._gantry_engaged = False
 
-    def restart(self, *, reset_temperatures: bool = False) -> None:
+    def restart(self, *, reset_temperatures: bool = False, boot: BootState = DEFAULT_BOOT) -> None:
         """Virtual power cycle: DAMP on the gantry, latch/flags/alerts/counters cleared, firmware clock back to 0.
+
+        ``boot`` names the state the robot boots in (``vasimov.boot_states``): the default is the real power-up;
+        ``standing`` starts in STAND with the gantry off, ``lying_*`` in DAMP with the gantry off (the fall detector
+        latches on the first tick).
 
         The caller's next ``t`` is relative to this new boot. Motor temperatures are physics, not firmware state, so
         they survive a restart (a still-hot motor re-trips) unless ``reset_temperatures`` asks for a cold start; heat
@@ -502,7 +520,7 @@ class Firmware:
             self._thermal.reset()
         self._thermal.clear_injected()  # an injected heat soak was a scenario; the power cycle ends it
         self._battery.reset()
-        self._boot()
+        self._boot(boot)
 
     # ── read-only views ───────────────────────────────────────────────────────────────────────────────────────
     @property
@@ -514,6 +532,11 @@ class Firmware:
         if self._mode is Mode.FAULT_DAMP and not self.params.report_fault_damp:
             return Mode.DAMP
         return self._mode
+
+    @property
+    def boot_state(self) -> BootState:
+        """The state this life booted in."""
+        return self._boot_state
 
     @property
     def move_submode(self) -> MoveSubmode:

@@ -18,6 +18,7 @@ from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantFault, Pla
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import joints
+from vasimov.boot_states import DEFAULT_BOOT, BootState, parse_boot
 from vasimov.command_rules import validated
 from vasimov.commands import CommandSource, Rejection, RobotCommand, VelocityCommand
 from vasimov.faults import FaultError, from_fields
@@ -75,6 +76,8 @@ class EdgeNode(Node):
         self.pending_fault_epoch: int | None = None  # a plant fault of a life this node has not seen a tick of yet
         self.pub_cmd = self.create_publisher(MotorCommand, topics.MOTOR_COMMAND, qos.LOOP)
         self.pub_state = self.create_publisher(FirmwareState, topics.FIRMWARE_STATE, qos.LOOP)
+        self.pub_sim = self.create_publisher(SimControl, topics.SIM_CONTROL, qos.COMMANDS)  # script disturbances
+        self.boot_state: BootState = DEFAULT_BOOT
         # real time: the newest few ticks/answers only, so a stalled edge resumes at the present, not seconds behind
         loop_in = qos.LOOP if self.lockstep else qos.LOOP_NEWEST
         sub_policy = self.create_subscription(PolicyStep, topics.POLICY_STEP, self.on_policy, loop_in)
@@ -93,8 +96,8 @@ class EdgeNode(Node):
 
     # -- inputs --------------------------------------------------------------------------------------------------
     def on_tick(self, msg: PlantState) -> None:
-        if msg.epoch != self.epoch:
-            self._restart(msg.epoch)
+        if msg.epoch != self.epoch or msg.boot_state != self.boot_state:  # a new life (the first may boot off-gantry)
+            self._restart(msg.epoch, msg.boot_state)
         self.sync.put("state", msg.epoch, msg.tick, msg)
         if not self.lockstep and self.last_policy is None and msg.tick > self.last_tick:
             # real time, no policy answer yet in this life (the runner still starting): nothing to wait for. The
@@ -182,11 +185,18 @@ class EdgeNode(Node):
             self.log_limited(rejection.reason, f"{type(cmd).__name__} from {cmd.source.name} rejected: "
                                                f"{rejection.reason} {rejection.detail}")
 
-    def _restart(self, epoch: int) -> None:
-        self.get_logger().info(f"plant restarted (epoch {epoch}): virtual firmware restart, boot in DAMP")
+    def _restart(self, epoch: int, boot_state: int = 0) -> None:
+        try:
+            self.boot_state = parse_boot(int(boot_state))
+        except ValueError:
+            self.log_limited("boot", f"plant booted into unknown boot state {boot_state}; firmware boots as on the "
+                                     "gantry")
+            self.boot_state = DEFAULT_BOOT
+        self.get_logger().info(f"plant restarted (epoch {epoch}, boot {self.boot_state.label}): virtual firmware "
+                               f"restart, {'STAND' if self.boot_state is BootState.STANDING else 'DAMP'}")
         self.epoch = epoch
         self.sync.reset(epoch)
-        self.firmware.restart()
+        self.firmware.restart(boot=self.boot_state)
         self.arbiter.reset()
         self.script.rewind()
         self.last_tick = -1
@@ -203,6 +213,8 @@ class EdgeNode(Node):
         self.t_fw = tick * self.control_period
         for cmd in self.script.due(self.t_fw):
             self._submit(cmd)
+        for d in self.script.disturbances_due(self.t_fw + self.control_period):
+            self._send_disturbance(d, tick + 1, int(state.epoch))
         inputs = FirmwareInputs(
             q=np.asarray(state.position),
             qd=np.asarray(state.velocity),
@@ -215,6 +227,13 @@ class EdgeNode(Node):
         )
         out = self.firmware.tick(self.t_fw, inputs, None if self.lockstep else time.monotonic())
         self._publish(state, out)
+
+    def _send_disturbance(self, d: command_script.Disturbance, tick: int, epoch: int) -> None:
+        """A script's push or force, for the plant to apply from the period answering ``tick`` (one ahead)."""
+        m = SimControl(action=SimControl.ACTION_PUSH if d.duration is not None else SimControl.ACTION_FORCE,
+                       body=d.body, force=[float(f) for f in d.force], duration=float(d.duration or 0.0),
+                       tick=tick, epoch=epoch)
+        self.pub_sim.publish(m)
 
     def _publish(self, state: PlantState, out: FirmwareOutput) -> None:
         c = self.m_cmd

@@ -31,6 +31,7 @@ from rclpy.node import Node
 from vasimov_msgs.msg import MotorCommand, PlantFault, SimControl
 
 from vasimov import joints
+from vasimov.boot_states import BOOT_NAMES, BootError, BootState, parse_boot
 from vasimov.control_rate import DAMP_KD
 from vasimov.faults import FaultError, FaultRequest, affected_joints, from_fields
 from vasimov.realism import describe, parse_realism
@@ -39,7 +40,8 @@ from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import ros_session
 from vasimov.scenes import parse_scene
-from vasimov.sim_control import parse_push
+from vasimov_plant.boot_pose import boot
+from vasimov_plant.disturbances import Disturbances
 from vasimov_plant.lockstep import EXIT_LOCKSTEP_STALL, LockstepDriver
 from vasimov_plant.physics import MotorTargets, PhysicsError, PlantCore, validate_command
 from vasimov_plant.realtime import RealtimeDriver
@@ -55,6 +57,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "them): flat, slopes, stairs, obstacles, rough ground; +wet / +ice override the floor friction."),
     ParamSpec("realism", "none", "Sensor and actuator realism, PROFILE[,KEY=VALUE...] (vasimov.realism): none "
               "(ideal sensors, the fact sheet's robot), typical, training; drawn from `seed`."),
+    ParamSpec("boot", "gantry", f"Boot state of the first life (vasimov.boot_states): {', '.join(BOOT_NAMES)}; "
+              "POST /api/sim/restart {\"boot\": ...} picks it for a later one."),
     ParamSpec("gantry_height", 0.639, "Pelvis height the virtual gantry holds at boot (m).", min=0.4, max=1.5),
     ParamSpec("command_timeout", 0.1, "Real time only, once a participant is silent (answer_timeout): the last "
               "motor command is used while younger than this (sim s), then replaced by damping.", min=0.01, max=10.0),
@@ -132,6 +136,8 @@ class PlantNode(Node):
         self.rejected_sim_control = 0
 
         self.pubs = PlantPublishers(self, self.decimation, ideal_sensors=self.core.realism is not None)
+        self.disturb = Disturbances(self)
+        self.boot_state = parse_boot(self.p["boot"])  # BootError (a ValueError): a configuration error
         self.pubs.publish_scene(scene, self.core.model)
         if self.core.realism is not None:
             self.get_logger().info(f"realism {self.p['realism']!r} (seed {self.p['seed']}): "
@@ -144,11 +150,12 @@ class PlantNode(Node):
         self.lockstep_driver = LockstepDriver(self) if self.lockstep else None
         self.realtime = None if self.lockstep else RealtimeDriver(self)
 
-        self.core.reset()
+        self._boot()
         self.apply_damping()
         self.viewer = Viewer(self.core.model, self.core.data, self.get_logger().error) if self.p["viewer"] else None
         self.get_logger().info(
-            f"plant ready: scene {scene.name}, dt={self.core.dt} s, control every {self.decimation} steps, "
+            f"plant ready: scene {scene.name}, boot {self.boot_state.label}, dt={self.core.dt} s, control every "
+            f"{self.decimation} steps, "
             f"{'lockstep' if self.lockstep else 'real time x' + str(self.p['realtime_factor'])}")
 
     # -- time and steps ------------------------------------------------------------------------------------------
@@ -235,19 +242,17 @@ class PlantNode(Node):
     def on_sim_control(self, msg: SimControl) -> None:
         with self.cond:
             if msg.action == SimControl.ACTION_RESTART:
-                self.get_logger().info("virtual restart requested: back to boot state on the gantry")
-                self._restart()
-                self.cond.notify_all()
-            elif msg.action in (SimControl.ACTION_PUSH, SimControl.ACTION_INJECT_FAULT) and self.faulted:
+                try:
+                    state = parse_boot(msg.boot)
+                except BootError as exc:
+                    self.disturb.reject("restart", "sim_control", str(exc))
+                    return
+                self.restart(state, "sim_control")
+            elif msg.action in (SimControl.ACTION_PUSH, SimControl.ACTION_FORCE):
+                # the one rule set (vasimov.sim_control, the HTTP API's too), applied whoever publishes it
+                self.disturb.on_message(msg)
+            elif msg.action == SimControl.ACTION_INJECT_FAULT and self.faulted:
                 self._reject_sim_control("faulted", "sim control rejected: the physics is faulted until a restart")
-            elif msg.action == SimControl.ACTION_PUSH:
-                try:  # the one set of push bounds (the HTTP API's too), applied whoever publishes it
-                    push = parse_push({"body": msg.body, "force": [float(f) for f in msg.force],
-                                       "duration": float(msg.duration)})
-                    self.core.apply_push(push.body, np.asarray(push.force, dtype=float), push.duration)
-                    self.get_logger().info(f"push {list(push.force)} N on {push.body} for {push.duration} s")
-                except (KeyError, ValueError) as exc:  # a broken rule (PushError), no such body (KeyError)
-                    self._reject_sim_control("push", f"push rejected: {exc}")
             elif msg.action == SimControl.ACTION_INJECT_FAULT:
                 try:  # the one set of fault rules (the HTTP API's too)
                     self._inject(from_fields(msg.fault, msg.joint, float(msg.value)))
@@ -280,10 +285,27 @@ class PlantNode(Node):
         self.log_limited(f"sim_control {key}", f"{message} ({self.rejected_sim_control} sim-control requests "
                                                 f"rejected so far)")
 
+    def _boot(self) -> None:
+        """Reset the core into this life's boot state (``vasimov_plant.boot_pose``); PlantState carries it."""
+        self.pubs.boot_state = int(self.boot_state)
+        try:
+            boot(self.core, self.boot_state)
+        except PhysicsError as exc:  # the pose did not settle (a scene it cannot lie or stand on): not silent
+            self.get_logger().error(f"boot state {self.boot_state.label} did not settle ({exc}); the first step "
+                                    "reports the physics fault")
+
+    def restart(self, state: BootState, source: str) -> None:
+        """A virtual restart into ``state`` (node.cond held); told on the event topic."""
+        self.get_logger().info(f"virtual restart requested ({source}): boot state {state.label}")
+        self.boot_state = state
+        self._restart()
+        self.disturb.restarted(state.label, source)
+        self.cond.notify_all()
+
     def _restart(self) -> None:
         self.time_offset += self.core.time + self.held_steps * self.core.dt
         self.epoch += 1
-        self.core.reset()
+        self._boot()
         self.faulted = False
         self.held_steps = 0
         self.fault = None
@@ -302,6 +324,8 @@ class PlantNode(Node):
         lockstep the ~25 telemetry publishes of a period then overlap their work instead of delaying it (each topic
         still carries every step, in order, with its own stamp)."""
         period: list[StepSnapshot] = []
+        if self.disturb.queue:
+            self.disturb.apply_due(self.core.step_count // self.decimation)
         try:
             for i in range(self.decimation):
                 self.core.step()

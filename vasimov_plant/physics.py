@@ -51,6 +51,8 @@ DEFAULT_MAX_SPEED = 200.0
 # enough that the hook never sets the robot down harder than a crane operator would.
 GANTRY_LOWER_RATE = 0.1
 _RANGE_TOL = 1e-9
+_ZERO3 = np.zeros(3)
+_ZERO3.setflags(write=False)
 _WARNING_NAMES = {int(v): name for name, v in mujoco.mjtWarning.__members__.items() if name != "mjNWARNING"}
 
 
@@ -273,6 +275,8 @@ class PlantCore:
         self._qd = np.zeros(n)
         self._tau = np.zeros(n)
         self._pushes: dict[int, int] = {}  # body id -> physics steps left
+        self._push_force: dict[int, NDArray[np.float64]] = {}  # body id -> force of its running push
+        self._forces: dict[int, NDArray[np.float64]] = {}  # body id -> sustained force (until cleared or reset)
         self._foot_force = np.zeros(3)  # index 1 = left, 2 = right (matches geom_foot_side)
         self._warn_base = np.zeros_like(self.data.warning.number)
         self._faulted: PhysicsError | None = None
@@ -358,6 +362,8 @@ class PlantCore:
         self._cmd_kd[:] = 0.0
         self._cmd_ff[:] = 0.0
         self._pushes.clear()
+        self._push_force.clear()
+        self._forces.clear()
         self._foot_force[:] = 0.0
         self._gantry_lowering = False
         self._faulted = None
@@ -370,6 +376,13 @@ class PlantCore:
         self._warn_base[:] = d.warning.number
         if self.realism is not None:
             self.realism.boot((self._cmd_pos, self._cmd_vel, self._cmd_kp, self._cmd_kd, self._cmd_ff))
+
+    def restart_clock(self) -> None:
+        """Make the current state the start of a life: time and step count back to zero (a boot state that settled
+        before the life starts, ``vasimov_plant.boot_pose``)."""
+        self.data.time = 0.0
+        self._step_count = 0
+        self._warn_base[:] = self.data.warning.number
 
     def set_command(
         self,
@@ -431,22 +444,50 @@ class PlantCore:
         if clearance > 0.0:
             m.eq_data[g, 5] -= min(clearance, GANTRY_LOWER_RATE * self.dt)
 
+    def _body_id(self, body: str) -> int:
+        bid = self.index.body_ids.get(body)
+        if bid is None:
+            raise KeyError(f"unknown body {body!r}; valid: {', '.join(self.index.body_ids)}")
+        return bid
+
+    def _write_force(self, bid: int) -> None:
+        """The body's external force: its sustained force plus its running push (no torque)."""
+        total = self._forces.get(bid, _ZERO3) + self._push_force.get(bid, _ZERO3)
+        self.data.xfrc_applied[bid, :3] = total
+        self.data.xfrc_applied[bid, 3:] = 0.0
+
     def apply_push(self, body: str, force_world: ArrayLike, duration: float) -> None:
         """Apply ``force_world`` (N, world frame, at the body's centre of mass) for ``duration`` sim seconds.
 
         The duration is rounded to whole physics steps (at least one). A new push on the same body replaces the
-        old one; pushes end on their own and are cleared by ``reset()``.
+        old one; it adds to the body's sustained force, if any. Pushes end on their own and are cleared by
+        ``reset()``.
         """
-        bid = self.index.body_ids.get(body)
-        if bid is None:
-            raise KeyError(f"unknown body {body!r}; valid: {', '.join(self.index.body_ids)}")
+        bid = self._body_id(body)
         force = _vector("force_world", force_world, 3)
         if not (np.isfinite(duration) and duration > 0.0):
             raise ValueError(f"duration must be finite and > 0, got {duration}")
         steps = max(1, round(duration / self.dt))
-        self.data.xfrc_applied[bid, :3] = force
-        self.data.xfrc_applied[bid, 3:] = 0.0
+        self._push_force[bid] = force.copy()
         self._pushes[bid] = steps
+        self._write_force(bid)
+
+    def set_force(self, body: str, force_world: ArrayLike) -> None:
+        """A sustained ``force_world`` (N, world frame, at the body's centre of mass) on ``body`` from the next step
+        until replaced, cleared (a zero force) or ``reset()``. It adds to a push on the same body."""
+        bid = self._body_id(body)
+        force = _vector("force_world", force_world, 3)
+        if np.any(force != 0.0):
+            self._forces[bid] = force.copy()
+        else:
+            self._forces.pop(bid, None)
+        self._write_force(bid)
+
+    @property
+    def sustained_forces(self) -> dict[str, tuple[float, float, float]]:
+        """Body name -> the sustained force on it (N, world frame), for every body that has one."""
+        names = {b: n for n, b in self.index.body_ids.items()}
+        return {names[b]: (float(f[0]), float(f[1]), float(f[2])) for b, f in self._forces.items()}
 
     def lose_motors(self, joints: tuple[int, ...]) -> None:
         """Scenario hook: the motors of ``joints`` (joint indices) stop answering, as on a lost CAN link: they
@@ -515,7 +556,8 @@ class PlantCore:
             left = self._pushes[bid] - 1
             if left <= 0:
                 del self._pushes[bid]
-                self.data.xfrc_applied[bid] = 0.0
+                del self._push_force[bid]
+                self._write_force(bid)  # back to the sustained force, if any
             else:
                 self._pushes[bid] = left
 

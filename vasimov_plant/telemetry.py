@@ -68,6 +68,7 @@ class PlantPublishers:
             if ideal_sensors else None
         self.imu_truth = node.create_publisher(Imu, topics.IMU_TRUTH, qos.TELEMETRY) if ideal_sensors else None
 
+        self.boot_state = 0  # vasimov.boot_states.BootState of this life, set by the node at each boot
         self.m_clock = Clock()
         self.m_state = PlantState()
         self.m_joints = JointState()
@@ -98,6 +99,7 @@ class PlantPublishers:
         m.control_tick = snap.control_tick
         m.command_tick = snap.command_tick
         m.epoch = epoch
+        m.boot_state = self.boot_state
         m.position = s.q
         m.velocity = s.qd
         m.effort = s.tau

@@ -28,6 +28,10 @@ LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Relia
 # arrive together (a plant that starts after its participants receives all of them at once).
 LATCHED_FROM_MANY = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=64, reliability=ReliabilityPolicy.RELIABLE,
                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# The simulator's event lines (/vasimov/sim/events): never lost, and the latest kept for a reader that joins late
+# (a recorder discovering the topic, a bridge that restarted), so a recording explains the run from its start.
+EVENTS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                    durability=DurabilityPolicy.TRANSIENT_LOCAL)
 CLOCK = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2000, reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.VOLATILE)
 # Real time only, readers of the closed loop's inputs (plant ticks, policy answers) in the edge: a control tick is
