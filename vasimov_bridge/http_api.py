@@ -9,6 +9,10 @@ Robustness rules, because anything on the host can connect: bodies are bounded (
 unknown paths and methods get JSON errors (404/405), every socket has a timeout (slow clients cannot pin a thread
 forever), concurrent connections are capped (503 past the cap), a handler that raises becomes a counted 500, and
 ``stop()`` closes live connections and joins every thread.
+
+Why one file past 400 lines: the server's robustness rules (body and header limits, timeouts, the connection cap,
+error replies) and the route table are one protocol surface; apart, the limits would sit away from the code they
+bound.
 """
 
 from __future__ import annotations

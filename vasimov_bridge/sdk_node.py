@@ -18,6 +18,9 @@
 * `/vasimov/sdk/datagrams` carries copies of the datagrams only while someone subscribes (a recorder).
 * Link impairment (off by default): `link_*` parameters at start, `GET`/`POST /api/sim/link` at run time
   (`sim_link`); changes are logged and published latched on `/vasimov/sim/link`.
+
+Why one file past 400 lines: the SDK bridge's wiring: topics in, state frames out, and the HTTP handlers that answer
+from the same state; the codec, pairing, lane, link and HTTP server are their own modules.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ core. The decoder only parses the framing; what a command may carry (finite velo
 the one validator every inlet shares (``vasimov.command_rules``), under its one reason vocabulary. Sequence numbers
 and timestamps are carried but never checked: every SDK process restarts its sequence at 1 and its timestamp is the
 sender's wall clock, which nothing on the robot reads.
+
+Why one file past 400 lines: the SDK protocol's whole codec, both directions, so every field rule of the contract is
+in one file.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ duplicating, reordering link in either direction. Commands pass it on the receiv
 robot sees only what arrived; the "rx" tap records that), released by the same loop that waits for the gate; state
 frames pass it in ``send_state``, and a timer thread, started the first time the state direction is impaired, sends
 the delayed ones at their time. A perfect link with nothing in flight costs one attribute test per datagram.
+
+Why one file past 400 lines: one socket pair's life (receive loop, per-source budgets, the command gate, link
+impairment scheduling, state sends) whose threads share its state.
 """
 
 from __future__ import annotations

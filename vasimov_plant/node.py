@@ -12,6 +12,9 @@ sensors read (every step) plus ground truth and `/clock`. Two time modes, each w
   takes effect at physics step k*decimation and stays until step (k+1)*decimation; nothing depends on wall time.
 
 Message mapping is in `vasimov_plant.telemetry`, the viewer in `vasimov_plant.viewer`.
+
+Why one file past 400 lines: the plant's ROS wiring (parameters, topics, services) and the stepping the time drivers
+call (commands, restart, faults, disturbances); telemetry, the drivers and the viewer are their own modules.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Step ordering: a step is ``mj_step2`` (actuation, constraint solve, integration)
 gyro and velocimeter therefore all describe the same instant, and the next step's torques are computed from it.
 The accelerometer and the contact forces need the constraint solve, so they describe the step just taken
 (one physics step, 5 ms, older), which is also when the reported applied torques acted.
+
+Why one file past 400 lines: `PlantCore` owns one MuJoCo model/data pair, and stepping, commands, the gantry, pushes,
+sensor faults and readings all act on that one state. What has a life of its own is elsewhere: the motor law
+(`motor_model.py`), realism (`realism.py`), the ground (`vasimov/model/terrain.py`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ What it does, and why:
 * **Stop**: SIGINT/SIGTERM end recording cleanly: the node keeps taking what DDS already delivered for up to
   ``drain_time`` (the supervisor stops every node at once when a bounded run ends), then closes the bag so
   metadata.yaml is always written.
+
+Why one file past 400 lines: one node whose parts (discovery, subscriptions, the bag writer, provenance) share the
+writer's state; the bag format itself is `bag.py`.
 """
 
 from __future__ import annotations

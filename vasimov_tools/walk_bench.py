@@ -24,6 +24,9 @@ Scores (all along/relative to the pose at the moment the scenario starts):
 The scenarios are the scenario files of the ``standard``, ``goals`` and ``viewer`` suites (format and reader:
 ``docs/scenarios.md``, :mod:`vasimov_tools.scenarios`); ``vasimov bench run`` runs any of them in parallel processes.
 ``python -m vasimov_tools.walk_bench [names...]`` prints a table and one JSON line per scenario.
+
+Why one file past 400 lines: the scenario model, the lockstep runner and its scoring rules, shared by `vasimov bench
+walk|run`, the graph bench and the tests; one place for the rules that decide a pass.
 """
 
 from __future__ import annotations
