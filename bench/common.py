@@ -57,6 +57,10 @@ class CpuSampler:
                 name = Path(cmd[1] if script else cmd[0]).name
                 self.cpu[name] = t.user + t.system
 
+    def snapshot(self) -> dict[str, float]:
+        """CPU seconds per process so far (as of the last sample)."""
+        return dict(self.cpu)
+
     def stop(self) -> dict[str, float]:
         self._stop.set()
         self._thread.join(timeout=5)

@@ -51,9 +51,12 @@ def test_states_in_packets_out_commands_back(node_factory):
         url = "ws://{}:{}".format(*node.wait_log(READY).groups())
         sub = probe.subscribe(topics.ROBOT_COMMAND, RobotCommandMsg, qos.COMMANDS)
         fake = FakeRobot(probe)
-        wait_for(lambda: publishers_matched(fake.states, fake.firmware, fake.odom, sub), 40,
-                 "the stream's topics to match")
+        wait_for(lambda: publishers_matched(sub), 40, "the stream's command topic to match")
+        inputs = (fake.states, fake.firmware, fake.odom)
+        # with no client connected the node reads nothing (its command writer matched: the probe sees the node)
+        assert [p.get_subscription_count() for p in inputs] == [0, 0, 0]
         with Repeater(fake.publish_once), connect(url, max_size=2**16, open_timeout=20) as ws:
+            wait_for(lambda: publishers_matched(*inputs), 40, "the stream's inputs to match once a client is in")
             full = StateFlags.FIRMWARE_KNOWN | StateFlags.TRUTH_KNOWN
             first = _next_frame(ws, lambda f: f.flags & full == full, 20, "a packet with firmware and truth")
             frames = [first] + [_next_frame(ws, lambda f: True, 10, "packets") for _ in range(10)]
@@ -93,6 +96,9 @@ def test_states_in_packets_out_commands_back(node_factory):
             fake.restart(firmware_too=False)
             f = _next_frame(ws, lambda f: f.epoch == 1, 10, "the new life's packets")
             assert not f.flags & StateFlags.FIRMWARE_KNOWN and f.mode == bs.MODE_UNKNOWN
+        # the last client gone: the node stops reading again
+        wait_for(lambda: [p.get_subscription_count() for p in inputs] == [0, 0, 0], 20,
+                 "the stream's inputs unsubscribed after the last client left")
     finally:
         probe.close()
     assert re.search(r"binary command refused: BAD_LENGTH", node.output())

@@ -2,8 +2,11 @@
 
 * State: at most ``rate_hz`` packets per wall second to every client, built from the newest plant state, firmware
   state and ground-truth odometry; a packet goes out only when the plant published something new since the last one
-  (a paused or finished simulation sends nothing rather than repeating itself). A client whose socket is not
-  draining (write buffer over ``max_write_buffer``) skips packets instead of growing memory; skips are counted.
+  (a paused or finished simulation sends nothing rather than repeating itself). With no client connected the node
+  reads nothing: the three subscriptions and the packet timer exist only from the first connection to the last
+  disconnection (an unread subscription still makes the plant deliver every sample to this process). A client whose
+  socket is not draining (write buffer over ``max_write_buffer``) skips packets instead of growing memory; skips are
+  counted.
 * Commands: every binary frame is decoded by ``binary_stream.decode_command``; a valid one becomes a
   vasimov_msgs/RobotCommand with source BINARY on ``/vasimov/command`` (the firmware's arbiter decides the rest),
   anything else is refused, counted per reason and per connection (the client sees its own count in ``rejected``).
@@ -12,9 +15,9 @@
   pass a per-connection ``CommandGate`` (newest velocity wins, DAMP never shed; coalesced ones counted).
 
 Threads: the rclpy executor owns the ROS side (its timer takes the newest inputs from ``_NewestSampler`` and
-packs them); an asyncio loop in one daemon thread owns the sockets. They meet in two places only: the timer hands an
-encoded packet to the loop (``call_soon_threadsafe``) and the loop publishes accepted commands (rclpy publishers are
-thread-safe).
+packs them); an asyncio loop in one daemon thread owns the sockets. They meet in three places only: the timer hands
+an encoded packet to the loop (``call_soon_threadsafe``), the loop publishes accepted commands (rclpy publishers are
+thread-safe) and, when a client comes or goes, wakes the executor (a guard condition) to start or stop reading.
 """
 
 from __future__ import annotations
@@ -130,9 +133,11 @@ class WsStreamServer:
 
     def __init__(self, host: str, port: int, on_packet: Callable[[bytes | str], RobotCommand | Rejection], *,
                  max_clients: int, max_write_buffer: int, forward: Callable[[RobotCommand], None] | None = None,
-                 max_frames_per_s: float = 200.0, gate: GateConfig | None = None) -> None:
+                 max_frames_per_s: float = 200.0, gate: GateConfig | None = None,
+                 on_clients_changed: Callable[[], None] | None = None) -> None:
         self.on_packet = on_packet
         self.forward = forward or (lambda _cmd: None)
+        self.on_clients_changed = on_clients_changed or (lambda: None)  # server thread; must not block
         self.max_clients = max_clients
         self.max_write_buffer = max_write_buffer
         self.max_frames_per_s = max_frames_per_s
@@ -178,6 +183,7 @@ class WsStreamServer:
         client = _Client(conn)
         self.clients[id(conn)] = client
         self.counters["connections"] += 1
+        self.on_clients_changed()
         reads = TokenBucket(self.max_frames_per_s, max(1.0, self.max_frames_per_s / 4), time.monotonic())
         try:
             async for message in conn:
@@ -201,6 +207,7 @@ class WsStreamServer:
             pass
         finally:
             self.clients.pop(id(conn), None)
+            self.on_clients_changed()
 
     def _schedule_flush(self) -> None:
         due = self.gate.next_due(time.monotonic())
@@ -297,15 +304,17 @@ class BinaryStreamNode(Node):
 
         self.commands = CommandOutbox(
             self, self.create_publisher(RobotCommandMsg, topics.ROBOT_COMMAND, qos.COMMANDS), self.log_limited)
-        # PLANT_STATE (every physics step), not PLANT_TICK (control ticks only): the freshest state to sample.
-        self.sampler = _NewestSampler(self.context, "binary_stream_sampler", {
-            topics.PLANT_STATE: PlantState, topics.FIRMWARE_STATE: FirmwareState, topics.ODOM_TRUTH: Odometry})
+        # the inputs and the packet timer, only while a client is connected (`watch`)
+        self.sampler: _NewestSampler | None = None
+        self.timer = self.create_timer(1.0 / self.p["rate_hz"], self.on_timer)
+        self.timer.cancel()
+        self.clients_changed = self.create_guard_condition(self.watch)
         self.server = WsStreamServer(self.p["bind_host"], self.p["port"], self.on_packet,
                                      max_clients=self.p["max_clients"], max_write_buffer=self.p["max_write_buffer"],
                                      forward=self.forward, max_frames_per_s=self.p["max_frames_per_s"],
                                      gate=GateConfig(rate_per_source=self.p["max_commands_per_s"],
-                                                     burst_per_source=max(1.0, self.p["max_commands_per_s"] / 5)))
-        self.create_timer(1.0 / self.p["rate_hz"], self.on_timer)
+                                                     burst_per_source=max(1.0, self.p["max_commands_per_s"] / 5)),
+                                     on_clients_changed=self.clients_changed.trigger)
         # an observer (and the lowest command source): a flood on its socket runs at the lowest CPU priority, so it
         # never competes with the closed loop; DDS receive threads and the server thread included
         renice_all_threads(int(self.p["cpu_nice"]))
@@ -315,7 +324,7 @@ class BinaryStreamNode(Node):
 
     def close(self) -> None:
         self.server.close()
-        self.sampler.close()
+        self.watch(clients=0)
         total = sum(self.rejections.values())
         self.get_logger().info(
             f"binary stream closed: {self.server.counters['connections']} connections, "
@@ -326,7 +335,23 @@ class BinaryStreamNode(Node):
             f"{self.server.counters['frames_throttled']} reads throttled")
 
     # -- ROS side (executor thread) --------------------------------------------------------------------------------
+    def watch(self, clients: int | None = None) -> None:
+        """Read the graph while at least one client is connected, nothing otherwise (executor thread)."""
+        n = len(self.server.clients) if clients is None else clients
+        if n > 0 and self.sampler is None:
+            # PLANT_STATE (every physics step), not PLANT_TICK (control ticks only): the freshest state to sample.
+            self.sampler = _NewestSampler(self.context, "binary_stream_sampler", {
+                topics.PLANT_STATE: PlantState, topics.FIRMWARE_STATE: FirmwareState, topics.ODOM_TRUTH: Odometry})
+            self.timer.reset()
+        elif n == 0 and self.sampler is not None:
+            self.timer.cancel()
+            self.sampler.close()
+            self.sampler = None
+            self.plant = self.fw = self.odom = None  # a later client starts from fresh samples, never stale ones
+
     def on_timer(self) -> None:
+        if self.sampler is None:
+            return  # the last client left between the timer's wake and this call
         newest = self.sampler.poll()
         if topics.FIRMWARE_STATE in newest:
             self.fw = deserialize_message(newest[topics.FIRMWARE_STATE], FirmwareState)

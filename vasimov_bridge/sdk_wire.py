@@ -268,10 +268,13 @@ class StateFrame:
                 if name in ("joint_current", "joint_temp"):
                     continue
                 raise ValueError(f"StateFrame.{name} is required ({count} values)")
-            values = tuple(float(x) for x in raw)
+            # map/tolist/all iterate in C: the SDK bridge builds 200 of these per simulated second
+            tolist = getattr(raw, "tolist", None)  # numpy arrays (rclpy's message arrays): their items as floats
+            values = tuple(map(float, raw if tolist is None else tolist()))
             if len(values) != count:
                 raise ValueError(f"StateFrame.{name} has {len(values)} values; expected {count}")
-            _check_finite(f"StateFrame.{name}", values)
+            if not all(map(math.isfinite, values)):
+                _check_finite(f"StateFrame.{name}", values)
             put(name, values)
         alerts = tuple(AlertEntry.coerce(a) for a in self.active_alerts)
         if len(alerts) > MAX_ALERTS:

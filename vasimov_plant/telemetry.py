@@ -124,34 +124,41 @@ class PlantPublishers:
                 self._publish_sensors(snap.ideal, m.stamp, self.joints_truth, self.imu_truth)
 
     def _publish_sensors(self, s: SensorReading, stamp, joints_pub, imu_pub) -> None:
-        j = self.m_joints
-        j.header.stamp = stamp
-        j.position = s.q.tolist()
-        j.velocity = s.qd.tolist()
-        j.effort = s.tau.tolist()
-        joints_pub.publish(j)
-        imu = self.m_imu
-        imu.header.stamp = stamp
-        quat_wxyz_to_ros(s.imu_quat, imu.orientation)
-        imu.angular_velocity = _vec(s.gyro)
-        imu.linear_acceleration = _vec(s.accel)
-        imu_pub.publish(imu)
+        if joints_pub.get_subscription_count():
+            j = self.m_joints
+            j.header.stamp = stamp
+            j.position = s.q.tolist()
+            j.velocity = s.qd.tolist()
+            j.effort = s.tau.tolist()
+            joints_pub.publish(j)
+        if imu_pub.get_subscription_count():
+            imu = self.m_imu
+            imu.header.stamp = stamp
+            quat_wxyz_to_ros(s.imu_quat, imu.orientation)
+            imu.angular_velocity = _vec(s.gyro)
+            imu.linear_acceleration = _vec(s.accel)
+            imu_pub.publish(imu)
 
     def _publish_standard(self, s: SensorReading, t: GroundTruth, stamp) -> None:
+        """Each standard topic is built and published only while some reader is matched: they are volatile, so a
+        sample written with no reader reaches nobody, and building one costs the plant (the closed loop's critical
+        path) tens of microseconds per topic and step."""
         self._publish_sensors(s, stamp, self.joints, self.imu)
-        o = self.m_odom
-        o.header.stamp = stamp
-        o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = (float(v) for v in t.base_pos)
-        quat_wxyz_to_ros(t.base_quat, o.pose.pose.orientation)
-        # nav_msgs/Odometry twist is expressed in child_frame_id (the pelvis): rotate world vectors into it.
-        o.twist.twist.linear = _vec(rotate_inverse(t.base_quat, t.base_lin_vel))
-        o.twist.twist.angular = _vec(rotate_inverse(t.base_quat, t.base_ang_vel))
-        self.odom.publish(o)
-        f = self.m_feet
-        f.stamp = stamp
-        f.left_contact, f.right_contact = bool(t.left_contact), bool(t.right_contact)
-        f.left_normal_force, f.right_normal_force = float(t.left_force), float(t.right_force)
-        self.feet.publish(f)
+        if self.odom.get_subscription_count():
+            o = self.m_odom
+            o.header.stamp = stamp
+            o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = (float(v) for v in t.base_pos)
+            quat_wxyz_to_ros(t.base_quat, o.pose.pose.orientation)
+            # nav_msgs/Odometry twist is expressed in child_frame_id (the pelvis): rotate world vectors into it.
+            o.twist.twist.linear = _vec(rotate_inverse(t.base_quat, t.base_lin_vel))
+            o.twist.twist.angular = _vec(rotate_inverse(t.base_quat, t.base_ang_vel))
+            self.odom.publish(o)
+        if self.feet.get_subscription_count():
+            f = self.m_feet
+            f.stamp = stamp
+            f.left_contact, f.right_contact = bool(t.left_contact), bool(t.right_contact)
+            f.left_normal_force, f.right_normal_force = float(t.left_force), float(t.right_force)
+            self.feet.publish(f)
 
     def publish_fault(self, now: float, step: int, kind: str, message: str, epoch: int | None = None) -> PlantFault:
         msg = PlantFault()
