@@ -156,7 +156,7 @@ def test_ticks_in_commands_out_modes_and_rejections(edge):
         assert _counter(fw, "rejections_total") == 0 and fw.gantry_engaged
         c = wait_for(lambda: _newest_after(probe, topics.MOTOR_COMMAND, -1, epoch=1), 20, "the new life's command")
         assert c.gantry_engaged and list(c.kp) == [0.0] * joints.NUM_JOINTS
-    node.wait_log(r"plant restarted \(epoch 1\)", 10)
+    node.wait_log(r"plant restarted \(epoch 1, boot gantry\)", 10)
 
 
 def test_bad_parameter_is_refused_at_start():

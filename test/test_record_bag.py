@@ -53,7 +53,7 @@ def _plant_state(store, step: int, stamp_ns: int | None = None) -> bytes:
     ns = step * 5_000_000 if stamp_ns is None else stamp_ns
     z25 = np.zeros(25)
     m = PS(stamp=T(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000), step=step, tick=step // 4,
-           control_tick=step % 4 == 0, command_tick=step // 4, epoch=0,
+           control_tick=step % 4 == 0, command_tick=step // 4, epoch=0, boot_state=0,
            position=z25 + step, velocity=z25, effort=z25,
            imu_orientation=np.array([1.0, 0, 0, 0]), imu_angular_velocity=np.zeros(3),
            imu_linear_acceleration=np.zeros(3), gantry_engaged=True)

@@ -3,12 +3,10 @@ maps. Used by everything that must prove a graph left nothing behind (the graph 
 
 from __future__ import annotations
 
-import contextlib
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
-_SEGMENT = re.compile(r"/dev/shm/(fastdds_[0-9a-z]{16})$")
+from vasimov.ros.shm import mapped_segments
 
 
 def descendants(pid: int) -> list[int]:
@@ -41,13 +39,8 @@ def alive(pid: int) -> bool:
 
 def mapped_shm_segments(pids: Iterable[int]) -> set[str]:
     """Fast DDS participant segments (``/dev/shm/fastdds_`` + 16 characters) these processes have mapped: what they
-    must remove when they end. Port segments are shared by every participant of a port and outlive them by design,
-    so they are not counted."""
+    must remove when they end (port segments are shared and never counted; `vasimov.ros.shm`)."""
     out: set[str] = set()
     for pid in pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-                m = _SEGMENT.search(line)
-                if m:
-                    out.add(m.group(1))
+        out |= mapped_segments(pid)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 import threading
@@ -14,6 +15,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from vasimov.ros.batch_take import spin_once_batched
+from vasimov.ros.shm import remove_own_segments
 from vasimov.stop_signals import stop_on_signals
 
 EXIT_CONFIG = 2
@@ -47,8 +49,10 @@ def arm_exit_guard(name: str, code: int = 0) -> None:
         return
 
     def expire() -> None:
-        print(f"{name}: teardown did not finish within {TEARDOWN_LIMIT_S:g} s; exiting anyway", file=sys.stderr,
-              flush=True)
+        print(f"{name}: teardown did not finish within {TEARDOWN_LIMIT_S:g} s; exiting anyway (threads below)",
+              file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)  # what hung: for the bug report
+        remove_own_segments()  # os._exit skips DDS teardown: leave no shared-memory segment behind
         os._exit(code)
 
     _exit_guard = threading.Timer(TEARDOWN_LIMIT_S, expire)
