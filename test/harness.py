@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -261,3 +262,29 @@ class TwinSampler(threading.Thread):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def sim_post(path: str, body: object) -> tuple[int, dict]:
+    """POST JSON to the twin's HTTP API; (status, JSON body) whatever the status, for tests of refusals."""
+    req = urllib.request.Request(f"http://127.0.0.1:3000{path}", data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def sim_restart() -> None:
+    """A virtual restart, waited for: a new epoch, and the firmware back in DAMP."""
+    before = http_json_when_ready(f"{SIM_API}/truth")["epoch"]
+    http_json_when_ready(f"{SIM_API}/restart", {})
+    wait_for(lambda: (sim_truth_or_none() or {}).get("epoch", -1) > before, 15, "virtual restart")
+
+    def firmware_damp() -> bool:
+        try:
+            return http_json(f"{SIM_API}/firmware").get("mode") == "DAMP"
+        except OSError:
+            return False
+
+    wait_for(firmware_damp, 10, "firmware back in DAMP")

@@ -6,14 +6,11 @@ restart. One real-time graph for the module; the inject endpoint's validation an
 
 from __future__ import annotations
 
-import json
 import math
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 
 import pytest
-from harness import Graph, http_json, http_json_when_ready, wait_for
+from harness import Graph, http_json, sim_post, sim_restart, sim_truth_or_none, wait_for
 from menlo.asimov import ConnectionConfig, Mode, Robot, RobotFaultedError, UdpConfig
 from menlo.asimov._state import ALERT_NAMES, BatteryProtection, State
 
@@ -32,35 +29,17 @@ def graph() -> Iterator[Graph]:
     try:
         g.wait_started()
         wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 60, "graph start")
-        wait_for(lambda: _get("/api/sim/truth") is not None, 30, "ground truth")
+        wait_for(lambda: sim_truth_or_none() is not None, 30, "ground truth")
         yield g
     finally:
         g.stop()
         assert g.leftovers() == []
 
 
-def _get(path: str) -> dict | None:
-    try:
-        return http_json(f"{API}{path}")
-    except OSError:
-        return None
 
 
-def _post(path: str, body: object) -> tuple[int, dict]:
-    req = urllib.request.Request(f"{API}{path}", data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
-def _restart() -> None:
-    before = http_json_when_ready(f"{API}/api/sim/truth")["epoch"]
-    http_json_when_ready(f"{API}/api/sim/restart", {})
-    wait_for(lambda: (_get("/api/sim/truth") or {}).get("epoch", -1) > before, 15, "virtual restart")
-    wait_for(lambda: (_get("/api/sim/firmware") or {}).get("mode") == "DAMP", 10, "firmware back in DAMP")
 
 
 def _samples(robot: Robot, n: int) -> list[State]:
@@ -138,14 +117,14 @@ def test_the_sdk_sees_the_fault_its_latch_and_the_recovery(graph: Graph, name: s
     request, trace = CASES[name]
     spec = CATALOG[name]
     critical = spec.alert_id < 16
-    _restart()
+    sim_restart()
     robot = Robot(ConnectionConfig(udp=UdpConfig("127.0.0.1")))
     robot.connect(timeout=5.0)
     try:
         clean = robot.get_state()
         assert clean.error_flags == 0 and not clean.alerts and clean.battery is not None
         assert robot.has("battery") and clean.battery.soc_percent > 99.0
-        status, reply = _post("/api/sim/inject", request)
+        status, reply = sim_post("/api/sim/inject", request)
         assert status == 202 and reply["injected"] == name, reply
         assert reply["alert"] == ALERT_NAMES[spec.alert_id] and reply["latches"] is critical
 
@@ -175,9 +154,9 @@ def test_the_sdk_sees_the_fault_its_latch_and_the_recovery(graph: Graph, name: s
     finally:
         robot.close()
     if name == "non_finite":  # the physics is down: the plant refuses more until the restart
-        status, reply = _post("/api/sim/inject", {"fault": "imu_failure"})
+        status, reply = sim_post("/api/sim/inject", {"fault": "imu_failure"})
         assert status == 409 and "faulted" in reply["error"]
-    _restart()
+    sim_restart()
     robot = Robot(ConnectionConfig(udp=UdpConfig("127.0.0.1")))
     robot.connect(timeout=5.0)
     try:
@@ -201,8 +180,8 @@ def test_the_sdk_sees_the_fault_its_latch_and_the_recovery(graph: Graph, name: s
 ])
 def test_bad_inject_requests_are_refused_and_change_nothing(graph: Graph, body: dict, status: int,
                                                             words: list[str]) -> None:
-    _restart()
-    got, reply = _post("/api/sim/inject", body)
+    sim_restart()
+    got, reply = sim_post("/api/sim/inject", body)
     assert got == status, reply
     for w in words:
         assert w in reply["error"]

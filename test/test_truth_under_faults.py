@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from harness import Graph, cmdline, http_json, http_json_when_ready, wait_for
+from harness import Graph, cmdline, http_json, sim_post, sim_restart, sim_truth_or_none, wait_for
 from menlo.asimov import ConnectionConfig, Mode, Robot, UdpConfig
 from rosprobe import RosProbe
 from vasimov_msgs.msg import FirmwareState
@@ -30,39 +30,17 @@ def graph():
     try:
         g.wait_started()
         wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 60, "graph start")
-        wait_for(lambda: _get("/api/sim/truth") is not None, 30, "ground truth")
+        wait_for(lambda: sim_truth_or_none() is not None, 30, "ground truth")
         yield g
     finally:
         g.stop()
         assert g.leftovers() == []
 
 
-def _get(path: str):
-    try:
-        return http_json(f"{API}{path}")
-    except OSError:
-        return None
 
 
-def _post(path: str, body: dict) -> tuple[int, dict]:
-    import json
-    import urllib.error
-    import urllib.request
-
-    req = urllib.request.Request(f"{API}{path}", data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
-def _restart() -> None:
-    before = http_json_when_ready(f"{API}/api/sim/truth")["epoch"]
-    http_json_when_ready(f"{API}/api/sim/restart", {})
-    wait_for(lambda: (_get("/api/sim/truth") or {}).get("epoch", -1) > before, 15, "virtual restart")
-    wait_for(lambda: (_get("/api/sim/firmware") or {}).get("mode") == "DAMP", 10, "firmware back in DAMP")
 
 
 class _Frames:
@@ -97,15 +75,15 @@ class _Frames:
 
 
 def test_a_physics_divergence_is_reported_as_damp_with_a_critical_alert_and_the_stream_goes_on(graph):
-    _restart()
+    sim_restart()
     frames = _Frames()
     try:
         wait_for(lambda: len(frames.frames) > 50, 10, "state stream")
-        status, reply = _post("/api/sim/push", {"body": "pelvis_link", "force": [0, 0, 2000], "duration": 5})
+        status, reply = sim_post("/api/sim/push", {"body": "pelvis_link", "force": [0, 0, 2000], "duration": 5})
         assert status == 400 and "impulse" in reply["error"]  # 2000 N for 5 s threw the robot to z = 383 m
-        status, reply = _post("/api/sim/push", {"body": "no_such_link", "force": [10, 0, 0], "duration": 0.1})
+        status, reply = sim_post("/api/sim/push", {"body": "no_such_link", "force": [10, 0, 0], "duration": 0.1})
         assert status == 404 and "no_such_link" in reply["error"]
-        status, _ = _post("/api/sim/inject", {"fault": "non_finite"})
+        status, _ = sim_post("/api/sim/inject", {"fault": "non_finite"})
         assert status == 202
         flag = 1 << (1 + ALERT_IMU_FAULT)
 
@@ -133,12 +111,12 @@ def test_a_physics_divergence_is_reported_as_damp_with_a_critical_alert_and_the_
         frames = _Frames()
         for path, body in (("/api/sim/push", {"body": "pelvis_link", "force": [10, 0, 0], "duration": 0.1}),
                            ("/api/sim/inject", {"fault": "non_finite"})):
-            status, reply = _post(path, body)
+            status, reply = sim_post(path, body)
             assert status == 409 and "faulted" in reply["error"], (path, status, reply)
-        _restart()
+        sim_restart()
         wait_for(lambda: frames.frames[-1][1].error_flags == 0, 10, "clean frames after the restart")
         assert http_json(f"{API}/api/sim/firmware")["plant_fault"] is None
-        status, _ = _post("/api/sim/push", {"body": "pelvis_link", "force": [10, 0, 0], "duration": 0.1})
+        status, _ = sim_post("/api/sim/push", {"body": "pelvis_link", "force": [10, 0, 0], "duration": 0.1})
         assert status == 202
     finally:
         frames.close()
@@ -148,7 +126,7 @@ def test_a_stalled_edge_is_never_reported_as_a_fresh_move(graph):
     """SIGSTOP the firmware process of a balancing robot for 3 s: from 0.3 s on, the SDK sees no state or frames
     reporting the stall (DAMP, FIRMWARE_STALL), never a fresh MOVE; after SIGCONT the edge decides the present,
     not seconds of backlog."""
-    _restart()
+    sim_restart()
     edge = next(p for p in graph.node_pids if "edge_node" in cmdline(p) or "__node:=edge" in cmdline(p))
     probe = RosProbe(graph.domain, name="stall_probe")
     frames = None
