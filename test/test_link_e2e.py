@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from harness import Graph, http_json, http_json_when_ready, run_menlo, wait_for
+from harness import Graph, http_json, run_menlo, sim_post, sim_restart, wait_for
 from harness import sim_firmware as _firmware
 from harness import sim_truth_or_none as _truth_or_none
 from menlo.asimov import ConnectionConfig, LinkLostError, Mode, Robot, UdpConfig
@@ -26,6 +26,10 @@ from vasimov import joints, motor_space
 pytestmark = pytest.mark.graph
 API = "http://127.0.0.1:3000"
 LINK = f"{API}/api/sim/link"
+
+
+def _post(body: object) -> tuple[int, dict]:
+    return sim_post("/api/sim/link", body)
 STAND_STATE = tuple(float(v) for v in motor_space.joint_to_state(joints.DEFAULT_POS))
 
 
@@ -42,14 +46,6 @@ def graph():
         assert g.leftovers() == []
 
 
-def _post(body: object) -> tuple[int, dict]:
-    req = urllib.request.Request(LINK, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
 
 
 def _robot() -> Robot:
@@ -58,11 +54,6 @@ def _robot() -> Robot:
     return robot
 
 
-def _restart() -> None:
-    before = http_json_when_ready(f"{API}/api/sim/truth")["epoch"]
-    http_json_when_ready(f"{API}/api/sim/restart", {})
-    wait_for(lambda: (_truth_or_none() or {}).get("epoch", -1) > before, 15, "virtual restart")
-    wait_for(lambda: _firmware()["mode"] == "DAMP", 10, "firmware back in DAMP")
 
 
 class _Accepted:
@@ -173,7 +164,7 @@ def test_commands_delayed_past_the_trajectory_watchdog_damp_the_robot(graph):
     """Edge's trajectory session timeout: 2 s without a setpoint -> DAMP. A 2.5 s command delay opens exactly such a
     gap in the SDK's 10 Hz hold, so the firmware damps the robot, and the late setpoints find it in DAMP."""
     _post({})
-    _restart()
+    sim_restart()
     robot = _robot()
     try:
         robot.stand(timeout=10)

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import pytest
-from harness import Graph, cmdline, http_json, http_json_when_ready, run_menlo, wait_for
+from harness import Graph, cmdline, http_json, http_json_when_ready, run_menlo, sim_restart, wait_for
 from harness import sim_firmware as _firmware
 from harness import sim_truth_or_none as _truth_or_none
 from menlo.asimov import ConnectionConfig, Mode, Robot, RobotFaultedError, UdpConfig
@@ -42,11 +42,6 @@ def graph():
         assert g.leftovers() == []
 
 
-def _restart() -> None:
-    before = http_json_when_ready(f"{API}/api/sim/truth")["epoch"]
-    http_json_when_ready(f"{API}/api/sim/restart", {})
-    wait_for(lambda: (_truth_or_none() or {}).get("epoch", -1) > before, 15, "virtual restart")
-    wait_for(lambda: _firmware()["mode"] == "DAMP", 10, "firmware back in DAMP")
 
 
 def _robot() -> Robot:
@@ -67,7 +62,7 @@ def test_version_endpoint_is_exactly_what_the_sdk_checks(graph):
 
 
 def test_cli_adds_the_robot_stands_balances_and_damps(graph, home):
-    _restart()
+    sim_restart()
     r = run_menlo("robots", "add", "sim", "--mode", "udp", "--udp", "127.0.0.1", home=home)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "robot mode DAMP" in r.stdout
@@ -111,7 +106,7 @@ def test_menlo_damp_of_a_standing_robot_reports_damp_with_fall_detected(graph, h
     """Done criterion of the fault-reporting fix: after `menlo damp` of a standing robot, `menlo status --json`
     reports robot mode DAMP with FALL_DETECTED among the faults (as the SDK's own CLI tests print
     "DAMP · faults FALL_DETECTED"), and the robot will not stand until a restart."""
-    _restart()
+    sim_restart()
     r = run_menlo("robots", "add", "sim", "--mode", "udp", "--udp", "127.0.0.1", home=home)
     assert r.returncode == 0, r.stdout + r.stderr
     for verb in ("stand", "balance"):  # standing on its own feet: the walking policy took it off the gantry hook
@@ -129,7 +124,7 @@ def test_menlo_damp_of_a_standing_robot_reports_damp_with_fall_detected(graph, h
 
 
 def test_sdk_set_joints_reaches_a_pose_and_back_including_ankles(graph):
-    _restart()
+    sim_restart()
     robot = _robot()
     try:
         assert robot.info.dof == 25
@@ -160,7 +155,7 @@ def test_sdk_set_joints_reaches_a_pose_and_back_including_ankles(graph):
 
 
 def test_trajectory_stream_stop_damps_after_two_seconds(graph):
-    _restart()
+    sim_restart()
     robot = _robot()
     try:
         robot.stand(timeout=10)
@@ -175,7 +170,7 @@ def test_trajectory_stream_stop_damps_after_two_seconds(graph):
 
 
 def test_velocity_in_damp_is_dropped_and_counted(graph):
-    _restart()
+    sim_restart()
     before = http_json(f"{API}/api/sim/counters")["firmware"].get("velocity_in_damp", 0)
     robot = _robot()
     try:
@@ -192,7 +187,7 @@ def test_velocity_in_damp_is_dropped_and_counted(graph):
 
 
 def test_fall_latches_a_fault_refuses_stand_and_restart_recovers(graph, home):
-    _restart()
+    sim_restart()
     robot = _robot()
     try:
         robot.stand(timeout=10)
@@ -215,7 +210,7 @@ def test_fall_latches_a_fault_refuses_stand_and_restart_recovers(graph, home):
     assert r.returncode == 3, r.stdout + r.stderr
     status = json.loads(run_menlo("status", "--json", home=home).stdout)
     assert status["verdict"] == "FAULTED"
-    _restart()
+    sim_restart()
     r = run_menlo("stand", "-y", home=home)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -273,7 +268,7 @@ def _garbage_datagrams() -> list[bytes]:
 
 
 def test_bad_datagrams_and_http_requests_change_nothing_and_are_counted(graph):
-    _restart()
+    sim_restart()
     counter = _StateCounter()
     try:
         wait_for(lambda: len(counter.times) > 100, 5, "state stream")
@@ -315,7 +310,7 @@ def test_a_flood_of_valid_commands_does_not_starve_the_state_stream(graph):
     import psutil
     from asimov_protocol.v1 import asimov_command_pb2 as pb
 
-    _restart()
+    sim_restart()
     bridge_pid = next(p for p in graph.node_pids if "sdk_bridge" in cmdline(p))
     rss_before = psutil.Process(bridge_pid).memory_info().rss
     counter = _StateCounter()

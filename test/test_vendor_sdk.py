@@ -31,7 +31,7 @@ from pathlib import Path
 
 import menlo
 import pytest
-from harness import ROOT, Graph, TwinSampler, http_json, http_json_when_ready, wait_for
+from harness import ROOT, Graph, TwinSampler, http_json, http_json_when_ready, sim_restart, wait_for
 from harness import sim_firmware as _firmware
 from harness import sim_truth_or_none as _truth_or_none
 
@@ -98,12 +98,6 @@ def _truth() -> dict:
     return http_json_when_ready(f"{API}/api/sim/truth")
 
 
-def _restart() -> None:
-    """A virtual power cycle: the robot boots in DAMP on the virtual gantry, no latched fault."""
-    before = _truth()["epoch"]
-    http_json_when_ready(f"{API}/api/sim/restart", {})
-    wait_for(lambda: (_truth_or_none() or {}).get("epoch", -1) > before, 15, "virtual restart")
-    wait_for(lambda: _firmware()["mode"] == "DAMP", 10, "firmware back in DAMP")
 
 
 def _fault(fw: dict) -> str | None:
@@ -172,7 +166,7 @@ class Twin:
 
     def __init__(self, g: Graph) -> None:
         self.g = g
-        _restart()
+        sim_restart()
         self.t0 = time.time()
         self.stale_before = self._stale_lines()
         self.timeline = Timeline(g)
