@@ -30,6 +30,9 @@ setup(
     ],
     install_requires=["numpy", "pyyaml", "mujoco", "onnxruntime", "protobuf", "asimov-protocol", "psutil", "rosbags",
                       "websockets"],
+    # `vasimov bench run --ray`: optional (a ~80 MB wheel, ~200 MB installed); `pip install vasimov[ray]`.
+    # requirements.txt pins it for the test environment (make setup).
+    extras_require={"ray": ["ray>=2.40"]},
     entry_points={
         "console_scripts": [
             "vasimov = vasimov_tools.cli:main",

@@ -16,9 +16,15 @@ criteria (the status), because whether "further" is better depends on the comman
 compared: it is not reproducible. A scenario that ran in A but has no result in B (or errored/was skipped only in B)
 is *missing*/*worse*; one only in B is *new*.
 
+``vasimov bench compare --policy A --policy B SUITE|FILE... [--out DIR] [--workers N] [--ray ADDRESS]`` runs the
+suite twice first, once per policy spec (``builtin:KEY=VALUE,...`` names a variant of the built-in controller), through
+``vasimov bench run`` into ``DIR/A`` and ``DIR/B`` (default ``DIR``: ``bench_compare``; earlier results there are
+replaced), then compares those two folders as above, ``compare.html`` in ``DIR``.
+
 Exit status (for CI): 0 when no scenario is worse or missing, 1 when one is, 2 on a usage error (a folder without
-results). Outputs: a text table on stdout and, unless ``--no-report``, ``--out``/compare.html: the table and, per
-scenario, A and B overlaid in the plots of the run report (:mod:`vasimov_tools.bench_report` draws both).
+results, a bad policy spec or suite). Outputs: a text table on stdout and, unless ``--no-report``,
+``--out``/compare.html: the table and, per scenario, A and B overlaid in the plots of the run report
+(:mod:`vasimov_tools.bench_report` draws both).
 """
 
 from __future__ import annotations
@@ -228,12 +234,25 @@ def render(comparisons: Sequence[Comparison], label_a: str, label_b: str) -> str
 
 
 # -- command line -----------------------------------------------------------------------------------------------------
+DEFAULT_POLICY_OUT = "bench_compare"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="vasimov bench compare", description=__doc__.splitlines()[0].strip("`"))
-    ap.add_argument("a", metavar="A", help="result folder of the reference run (`vasimov bench run --out A`)")
-    ap.add_argument("b", metavar="B", help="result folder of the candidate run")
-    ap.add_argument("--out", default=None, help="folder for compare.html (default: B)")
-    ap.add_argument("--no-report", action="store_true", help="skip compare.html")
+    ap = argparse.ArgumentParser(
+        prog="vasimov bench compare", usage="%(prog)s A B [options] | --policy A --policy B SUITE|FILE... [options]",
+        description=__doc__.splitlines()[0].strip("`"))
+    ap.add_argument("items", nargs="+", metavar="A B | SUITE",
+                    help="two result folders of `vasimov bench run` (reference A, candidate B); with --policy: the "
+                         "suites, scenario files or folders to run with each policy")
+    ap.add_argument("--policy", action="append", metavar="SPEC",
+                    help="give twice (A, then B): run the suite with each policy spec first (as `vasimov bench run "
+                         "--policy`, e.g. builtin and builtin:leg_kp=60,push_recovery=false)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="with --policy: worker processes of each run (default: the core count)")
+    ap.add_argument("--ray", metavar="ADDRESS", default=None, help="with --policy: run on Ray (see bench run)")
+    ap.add_argument("--out", default=None, help=f"folder for compare.html (default: B); with --policy: the folder "
+                                                f"of the runs A/, B/ and compare.html (default: {DEFAULT_POLICY_OUT})")
+    ap.add_argument("--no-report", action="store_true", help="skip compare.html (and the runs' report.html)")
     for f in fields(Tolerances):
         ap.add_argument(f"--tol-{f.name.replace('_', '-')}", dest=f"tol_{f.name}", type=float, default=f.default,
                         metavar="X", help=f"tolerance on {f.name.replace('_', ' ')} (default %(default)s)")
@@ -246,24 +265,78 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(not (math.isfinite(v) and v >= 0.0) for v in vars(tol).values()):
         print("vasimov bench compare: tolerances must be finite and >= 0", file=sys.stderr)
         return 2
+    if args.policy is None:
+        if len(args.items) != 2 or args.workers is not None or args.ray is not None:
+            print("vasimov bench compare: give two result folders A B (--workers and --ray only go with --policy, "
+                  "which runs a suite once per policy)", file=sys.stderr)
+            return 2
+        folder_a, folder_b = args.items
+        label_a, label_b = folder_a, folder_b
+        report_dir = Path(args.out or folder_b)
+    else:
+        runs = run_policies(args)
+        if isinstance(runs, int):
+            return runs
+        (folder_a, label_a), (folder_b, label_b) = runs
+        report_dir = Path(args.out or DEFAULT_POLICY_OUT)
     try:
-        a, b = load_results(args.a), load_results(args.b)
+        a, b = load_results(folder_a), load_results(folder_b)
     except CompareError as exc:
         print(f"vasimov bench compare: {exc}", file=sys.stderr)
         return 2
     comparisons = compare(a, b, tol)
     print(format_table(comparisons))
     if not args.no_report:
-        out = Path(args.out or args.b)
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / "compare.html"
-        path.write_text(render(comparisons, str(args.a), str(args.b)), encoding="utf-8")
+        report_dir.mkdir(parents=True, exist_ok=True)
+        path = report_dir / "compare.html"
+        path.write_text(render(comparisons, label_a, label_b), encoding="utf-8")
         print(f"report: {path}")
     bad = [c.scenario for c in comparisons if c.verdict in REGRESSIONS]
     if bad:
         print(f"B regresses in {len(bad)} scenario(s): {', '.join(bad)}", file=sys.stderr)
         return 1
     return 0
+
+
+def run_policies(args: argparse.Namespace) -> tuple[tuple[str, str], tuple[str, str]] | int:
+    """``--policy A --policy B``: the suite run once per policy by ``vasimov bench run`` into ``OUT/A`` and
+    ``OUT/B``; their (folder, label) pairs, or the exit status 2 when the specs, the suite or the options are bad.
+    A run with failed scenarios is no error here: the comparison judges it."""
+    from vasimov_tools import bench_run
+
+    if len(args.policy) != 2:
+        print(f"vasimov bench compare: --policy goes twice (A, then B), got {len(args.policy)}", file=sys.stderr)
+        return 2
+    for spec in args.policy:  # both, before the first run starts
+        problem = bench_run.policy_error(spec)
+        if problem is not None:
+            print(f"vasimov bench compare: {problem}", file=sys.stderr)
+            return 2
+    out = Path(args.out or DEFAULT_POLICY_OUT)
+    runs = []
+    for label, spec in zip(("A", "B"), args.policy, strict=True):
+        folder = out / label
+        _clear_results(folder)  # an earlier compare's run: replaced, or its scenarios would count as this one's
+        argv = [*args.items, "--out", str(folder), "--policy", spec]
+        argv += ["--workers", str(args.workers)] if args.workers is not None else []
+        argv += ["--ray", args.ray] if args.ray is not None else []
+        argv += ["--no-report"] if args.no_report else []
+        print(f"== {label}: vasimov bench run --policy {spec} -> {folder}", flush=True)
+        if bench_run.main(argv) == 2:
+            return 2
+        runs.append((str(folder), f"{spec} ({folder})"))
+    return runs[0], runs[1]
+
+
+def _clear_results(folder: Path) -> None:
+    """Remove the bench results (the files :func:`load_results` reads) in ``folder``; other files stay."""
+    for f in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and {"scenario", "status", "format"} <= doc.keys():
+            f.unlink()
 
 
 if __name__ == "__main__":

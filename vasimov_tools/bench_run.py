@@ -74,18 +74,11 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
     """Run one scenario and return its JSON document. Never raises: a broken run is recorded as ``error``."""
     from vasimov_tools import walk_bench as wb
 
-    scenario = task["scenario"]
-    doc: dict[str, Any] = {
-        "format": RESULT_FORMAT, "scenario": scenario.name, "source": task["source"], "seed": scenario.seed,
-        "policy": task["policy"], "model_sha256": task["model_sha256"], "code_version": task["code_version"],
-        "description": scenario.note, "duration": scenario.duration,
-        "pushes": [asdict(p) for p in scenario.pushes], "modes": [list(m) for m in scenario.modes],
-        "fall": fall_rule(scenario),
-    }
+    doc = task_doc(task)
     trace: list[dict[str, float]] = []
     try:
         factory = _factory(task["policy"])
-        r = wb.run_scenario(scenario, factory, trace=trace)
+        r = wb.run_scenario(task["scenario"], factory, trace=trace)
     except Exception as exc:  # a broken backend/firmware is a result to report, not a crash of the whole suite
         doc.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
         return doc
@@ -95,6 +88,23 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
     doc["timing"] = {k: result[k] for k in TIMING_FIELDS}
     doc["trace"] = trace
     return doc
+
+
+def task_doc(task: dict[str, Any]) -> dict[str, Any]:
+    """What a result records before the run: the scenario, its seed, the policy, the model and the code."""
+    scenario = task["scenario"]
+    return {
+        "format": RESULT_FORMAT, "scenario": scenario.name, "source": task["source"], "seed": scenario.seed,
+        "policy": task["policy"], "model_sha256": task["model_sha256"], "code_version": task["code_version"],
+        "description": scenario.note, "duration": scenario.duration,
+        "pushes": [asdict(p) for p in scenario.pushes], "modes": [list(m) for m in scenario.modes],
+        "fall": fall_rule(scenario),
+    }
+
+
+def error_doc(task: dict[str, Any], error: str) -> dict[str, Any]:
+    """The result of a scenario whose worker died (a crash outside :func:`run_one`'s own error handling)."""
+    return {**task_doc(task), "status": "error", "error": error}
 
 
 def fall_rule(scenario: Any) -> dict[str, float]:
@@ -109,11 +119,19 @@ def fall_rule(scenario: Any) -> dict[str, float]:
 def _factory(spec: str) -> Callable[..., Any]:
     from vasimov_tools import walk_bench as wb
 
-    if spec == DEFAULT_POLICY:
-        return wb.default_backend_factory
+    base, options = sc.parse_policy(spec)
+    if base == DEFAULT_POLICY:
+        if not options:
+            return wb.default_backend_factory
+        overrides = dict(options)
+
+        def builtin_factory(**file_options: object) -> Any:  # the spec's options win over the file's
+            return wb.default_backend_factory(**{**file_options, **overrides})
+
+        return builtin_factory
     from vasimov_edge.policy.registry import make_backend
 
-    backend = make_backend(spec)
+    backend = make_backend(base)
 
     def factory(**_options: object) -> Any:  # scenario options tune the built-in controller only
         backend.reset()
@@ -190,10 +208,15 @@ class Progress:
 
 
 # -- runners ----------------------------------------------------------------------------------------------------------
+def longest_first(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The order tasks start in: longest simulated duration first, so the last ones to start are short."""
+    return sorted(tasks, key=lambda t: -t["scenario"].duration)
+
+
 def run_tasks(tasks: list[dict[str, Any]], workers: int, progress: Progress,
               on_done: Callable[[dict[str, Any]], None]) -> None:
-    """Run the tasks in ``workers`` spawned processes (longest first, so the last ones to start are short)."""
-    order = sorted(tasks, key=lambda t: -t["scenario"].duration)
+    """Run the tasks in ``workers`` spawned processes, :func:`longest_first`."""
+    order = longest_first(tasks)
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         pending: dict[cf.Future[dict[str, Any]], str] = {}
@@ -209,33 +232,10 @@ def run_tasks(tasks: list[dict[str, Any]], workers: int, progress: Progress,
                 on_done(fut.result())
 
 
-def run_tasks_ray(tasks: list[dict[str, Any]], address: str, progress: Progress,
-                  on_done: Callable[[dict[str, Any]], None]) -> None:
-    """Run the tasks as Ray tasks (``address`` ``local``: a fresh local instance)."""
-    import ray  # checked importable by main()
-
-    ray.init(address=None if address == "local" else address)
-    try:
-        remote = ray.remote(num_cpus=1)(run_one)
-        refs = {}
-        for t in sorted(tasks, key=lambda t: -t["scenario"].duration):
-            refs[remote.remote(t)] = t["scenario"].name
-            progress.started(t["scenario"].name)
-        while refs:
-            ready, _ = ray.wait(list(refs), num_returns=1)
-            for ref in ready:
-                refs.pop(ref)
-                on_done(ray.get(ref))
-    finally:
-        ray.shutdown()
-
-
 def ray_available() -> bool:
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    from vasimov_tools import bench_ray
+
+    return bench_ray.ray_available()
 
 
 # -- table ------------------------------------------------------------------------------------------------------------
@@ -268,14 +268,31 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", default="bench_results", help="folder for the JSON results and report.html "
                                                            "(default: %(default)s)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                    help="parallel worker processes (default: the core count, %(default)s)")
+                    help="parallel worker processes, or CPUs of --ray local (default: the core count, %(default)s)")
     ap.add_argument("--policy", default=None,
-                    help="backend for every scenario: builtin, hold, FILE.onnx or hf://REPO@REV (default: each "
-                         "file's policy, else builtin)")
+                    help="backend for every scenario: builtin, builtin:KEY=VALUE,... (the built-in controller with "
+                         "config overrides), hold, FILE.onnx or hf://REPO@REV (default: each file's policy, else "
+                         "builtin)")
     ap.add_argument("--ray", metavar="ADDRESS", default=None,
-                    help="run on a Ray cluster (local: start a local instance); needs `pip install ray`")
+                    help="run the scenarios as Ray tasks: local (a private instance of --workers CPUs for this run) "
+                         "or a cluster address (ray.init(address=...)); needs `pip install vasimov[ray]`")
     ap.add_argument("--no-report", action="store_true", help="skip report.html")
     return ap
+
+
+def policy_error(spec: str) -> str | None:
+    """Why ``spec`` names no usable policy (resolving it: an ONNX file is loaded, a hub spec fetched), else None."""
+    try:
+        base, _ = sc.parse_policy(spec)
+        if base != DEFAULT_POLICY:
+            from vasimov_edge.policy.registry import make_backend
+
+            make_backend(base)
+    except sc.ScenarioError as exc:
+        return f"policy {spec!r}: {exc.field}: {exc.reason}"
+    except Exception as exc:  # BackendSpecError, CheckpointError, onnxruntime errors: all user-facing
+        return f"policy {spec!r}: {exc}"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,8 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.ray is not None and not ray_available():
         print("vasimov bench run: --ray needs the `ray` package, which is not installed (it is not a dependency of "
-              "vasimov: `pip install ray`); without --ray the scenarios run in local worker processes",
-              file=sys.stderr)
+              "vasimov: `pip install ray`, or `pip install -e .[ray]` in a checkout); without --ray the scenarios "
+              "run in local worker processes", file=sys.stderr)
         return 2
     try:
         entries = sc.load_entries(args.items)
@@ -295,12 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     specs = {args.policy or e.policy or DEFAULT_POLICY for e in entries if e.scenario is not None}
     for spec in sorted(specs - {DEFAULT_POLICY}):  # resolve (and verify) once, fail before any scenario runs
-        from vasimov_edge.policy.registry import make_backend
-
-        try:
-            make_backend(spec)
-        except Exception as exc:  # BackendSpecError, CheckpointError, onnxruntime errors: all user-facing
-            print(f"vasimov bench run: policy {spec!r}: {exc}", file=sys.stderr)
+        problem = policy_error(spec)
+        if problem is not None:
+            print(f"vasimov bench run: {problem}", file=sys.stderr)
             return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -325,7 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         docs[name] = doc
     if tasks:
         if args.ray is not None:
-            run_tasks_ray(tasks, args.ray, progress, on_done)
+            from vasimov_tools import bench_ray
+
+            bench_ray.run_tasks(tasks, args.ray, min(args.workers, len(tasks)), progress, on_done)
         else:
             run_tasks(tasks, min(args.workers, len(tasks)), progress, on_done)
     progress.close()

@@ -10,6 +10,7 @@
     vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC] [--graph [--realtime]]
     vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]
     vasimov bench compare A B [--out DIR] [--tol-NAME X ...]
+    vasimov bench compare --policy A --policy B SUITE|FILE... [--out DIR] [--workers N] [--ray ADDRESS]
     vasimov replay BAG [--out DIR]
 """
 
@@ -296,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     walk.set_defaults(func=cmd_bench_walk)
     run = bsub.add_parser("run", help="scenario files/suites in parallel lockstep processes (JSON + report.html)")
     run.add_argument("rest", nargs=argparse.REMAINDER)
-    comp = bsub.add_parser("compare", help="two bench run result folders: per-scenario verdicts, exit 1 on regression")
+    comp = bsub.add_parser("compare", help="two bench run result folders (or a suite run with two --policy): "
+                                           "per-scenario verdicts, exit 1 on regression")
     comp.add_argument("rest", nargs=argparse.REMAINDER)
     rep = sub.add_parser("replay", help="a bag's motor commands open-loop into the plant: residuals against the log")
     rep.add_argument("rest", nargs=argparse.REMAINDER)

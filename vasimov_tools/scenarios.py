@@ -170,14 +170,50 @@ def _pushes(src: str, raw: Any, duration: float) -> tuple:
     return tuple(out)
 
 
-def _policy_options(src: str, raw: Any) -> tuple[tuple[str, object], ...]:
+def _policy_options(src: str, raw: Any, field: str = "policy_options") -> tuple[tuple[str, object], ...]:
+    """Overrides of the built-in controller's config (``ControllerConfig`` field names): a number where the default
+    is a number, true/false where it is a flag, so a typo fails here rather than in the controller mid-run."""
     if raw is None:
         return ()
     from vasimov_edge.policy.builtin import ControllerConfig
 
-    names = {f.name for f in fields(ControllerConfig)}
-    opts = _mapping(src, "policy_options", raw, names)
+    defaults = {f.name: f.default for f in fields(ControllerConfig)}
+    opts = _mapping(src, field, raw, defaults)
+    for k, v in opts.items():
+        d = defaults[str(k)]
+        if isinstance(d, bool) and not isinstance(v, bool):
+            raise ScenarioError(src, f"{field}.{k}", f"must be true or false, got {v!r}")
+        if isinstance(d, int | float) and not isinstance(d, bool) and (
+                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+            raise ScenarioError(src, f"{field}.{k}", f"must be a finite number, got {v!r}")
     return tuple((str(k), v) for k, v in opts.items())
+
+
+BUILTIN_OPTIONS_PREFIX = "builtin:"
+
+
+def parse_policy(spec: str) -> tuple[str, tuple[tuple[str, object], ...]]:
+    """A runner's policy spec -> (the backend spec, overrides of the built-in controller's config).
+
+    ``builtin:KEY=VALUE[,KEY=VALUE...]`` is the built-in controller with ``policy_options`` given on the command line
+    (``builtin:leg_kp=60,push_recovery=false``: values are YAML scalars), so a variant of it can be named wherever a
+    spec is, e.g. twice in ``vasimov bench compare --policy``; the same rules as a file's ``policy_options`` apply.
+    Every other spec (``builtin``, ``hold``, an ONNX file, ``hf://...``) is returned as it is, without options.
+    """
+    s = spec.strip()
+    if not s.startswith(BUILTIN_OPTIONS_PREFIX):
+        return s, ()
+    src = f"policy {spec!r}"
+    raw: dict[str, Any] = {}
+    for item in s[len(BUILTIN_OPTIONS_PREFIX):].split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise ScenarioError(src, "options", f"{item!r} is not KEY=VALUE (builtin:KEY=VALUE[,KEY=VALUE...])")
+        try:
+            raw[key.strip()] = yaml.safe_load(value.strip())
+        except yaml.YAMLError:
+            raise ScenarioError(src, f"options.{key.strip()}", f"{value!r} is not a value") from None
+    return "builtin", _policy_options(src, raw, "options")
 
 
 def _scene(src: str, doc: Mapping[str, Any], seed: int) -> tuple[str, float | None]:
