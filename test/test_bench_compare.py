@@ -150,3 +150,39 @@ def test_weakened_controller_is_flagged(tmp_path, capsys):
     assert all(" worse " in r for r in rows.values()), out
     page = (tmp_path / "B" / "compare.html").read_text()
     assert page.count("<svg") == 10
+
+
+WEAK_SPEC = "builtin:leg_kp=60,swing_kp=60,push_recovery=false"  # WEAK, as a policy spec
+
+
+def test_policy_twice_runs_the_suite_per_policy_and_flags_the_weakened_one(tmp_path, capsys):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "push.yaml").write_text(textwrap.dedent(SUITE["push.yaml"]), encoding="utf-8")
+    out = tmp_path / "cmp"
+    (out / "A").mkdir(parents=True)
+    (out / "A" / "old.json").write_text(json.dumps(_doc("old")))  # an earlier run's result: replaced
+    args = ["bench", "compare", str(suite), "--out", str(out), "--workers", "1"]
+    assert cli.main([*args, "--policy", "builtin", "--policy", WEAK_SPEC]) == 1
+    cap = capsys.readouterr()
+    row = next(line for line in cap.out.splitlines() if line.startswith("push_front"))
+    assert " worse " in row and "push_front" in cap.err
+    a, b = bc.load_results(out / "A"), bc.load_results(out / "B")
+    assert set(a) == set(b) == {"push_front"}
+    assert (a["push_front"]["policy"], b["push_front"]["policy"]) == ("builtin", WEAK_SPEC)
+    page = (out / "compare.html").read_text()
+    assert page.count("<svg") == 5 and WEAK_SPEC in page and (out / "B" / "report.html").exists()
+    # the same policy twice: the same results, no regression
+    assert cli.main([*args, "--policy", "builtin", "--policy", "builtin", "--no-report"]) == 0
+    assert "1 scenarios: 1 same" in capsys.readouterr().out
+
+
+def test_policy_mode_usage_errors(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    assert bc.main(["suite", "--policy", "builtin", "--out", str(out)]) == 2
+    assert "twice" in capsys.readouterr().err
+    assert bc.main(["standard", "--policy", "builtin", "--policy", "builtin:leg_kp=soft", "--out", str(out)]) == 2
+    assert "builtin:leg_kp=soft" in capsys.readouterr().err and not out.exists()  # checked before any run
+    assert bc.main(["no_such_suite", "--policy", "builtin", "--policy", "hold", "--out", str(out)]) == 2
+    assert bc.main([str(tmp_path), str(tmp_path), "--workers", "2"]) == 2
+    assert "only go with --policy" in capsys.readouterr().err

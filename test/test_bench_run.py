@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import psutil
 import pytest
 
-from vasimov_tools import bench_report, bench_run, cli
+from vasimov_tools import bench_ray, bench_report, bench_run, cli
 from vasimov_tools import scenarios as sc
 from vasimov_tools import walk_bench as wb
 
@@ -72,15 +74,22 @@ def one_and_two_workers(tiny_suite, tmp_path_factory):
     return outs
 
 
-def test_one_worker_and_two_workers_give_identical_results(one_and_two_workers):
-    (c1, o1), (c2, o2) = one_and_two_workers[1], one_and_two_workers[2]
-    assert c1 == c2
+def assert_same_results(o1: Path, o2: Path) -> None:
+    """Two result folders hold the same results: every field but ``timing`` (compute and wall-clock time are
+    measurements, not results) equal, for the same scenarios."""
     r1, r2 = _load(o1), _load(o2)
     assert set(r1) == set(r2) == {"tiny_walk", "tiny_damp", "tiny_stairs"}
     for name in r1:
         a, b = dict(r1[name]), dict(r2[name])
-        a.pop("timing", None), b.pop("timing", None)  # compute and wall-clock time are measurements, not results
+        a.pop("timing", None), b.pop("timing", None)
         assert a == b, name
+
+
+def test_one_worker_and_two_workers_give_identical_results(one_and_two_workers):
+    (c1, o1), (c2, o2) = one_and_two_workers[1], one_and_two_workers[2]
+    assert c1 == c2
+    assert_same_results(o1, o2)
+    r1 = _load(o1)
     walk = r1["tiny_walk"]
     assert walk["status"] == "passed" and walk["outcome"]["along"] > 0.05 and len(walk["trace"]) == 16
 
@@ -134,6 +143,70 @@ def test_cli_reaches_the_runner_and_rejects_bad_input(tiny_suite, tmp_path, caps
     assert code == 2 and "--workers" in err
     code, _, err = _run([str(tiny_suite), "--policy", "no_such_policy", "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "no_such_policy" in err
+
+
+# -- Ray: the same results from a private local instance, and nothing of it left afterwards ---------------------------
+needs_ray = pytest.mark.skipif(not bench_ray.ray_available(),
+                               reason="ray is not installed (make setup installs it from requirements.txt; "
+                                      "users: pip install vasimov[ray])")
+
+
+def _ray_leftovers(prefix: str) -> list[str]:
+    """Processes of this test's Ray instances (their command lines name the instance's folder, ``prefix``...), Ray
+    processes among this process's descendants, the folders, and Ray's shared-memory files."""
+    left = []
+    for p in psutil.process_iter(["pid", "name", "cmdline"]):
+        if prefix in " ".join(p.info["cmdline"] or ()):
+            left.append(f"{p.info['pid']} {p.info['name']}")
+    for p in psutil.Process().children(recursive=True):
+        try:
+            name, cmd = p.name(), " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        if name in ("gcs_server", "raylet") or name.startswith("ray::") or "/site-packages/ray/" in cmd:
+            left.append(f"{p.pid} {name}")
+    left += [str(d) for d in Path(bench_ray.tempfile.gettempdir()).glob(prefix + "*")]
+    left += [f"/dev/shm/{n}" for n in os.listdir("/dev/shm") if "plasma" in n or "ray" in n.lower()]
+    return left
+
+
+@pytest.fixture
+def ray_prefix(monkeypatch) -> str:
+    prefix = f"vasimov-ray-test{os.getpid()}-"  # this test's instances only, whatever else runs on the machine
+    monkeypatch.setattr(bench_ray, "TEMP_PREFIX", prefix)
+    return prefix
+
+
+@needs_ray
+def test_ray_local_gives_the_results_of_local_workers_and_leaves_nothing(one_and_two_workers, tiny_suite, tmp_path,
+                                                                        capsys, ray_prefix):
+    shm_before = set(os.listdir("/dev/shm"))
+    out = tmp_path / "ray"
+    code, _, err = _run([str(tiny_suite), "--out", str(out), "--workers", "2", "--ray", "local"], capsys)
+    assert code == one_and_two_workers[1][0]
+    assert_same_results(one_and_two_workers[1][1], out)
+    assert re.search(r"^\[3/3\] \S+: \w+", err, flags=re.M)  # the same progress lines, the same report
+    assert "tiny_walk" in (out / "report.html").read_text()
+    assert not _ray_leftovers(ray_prefix)
+    assert not {n for n in set(os.listdir("/dev/shm")) - shm_before if not n.startswith(("fastdds", "sem."))}
+
+
+@needs_ray
+def test_ray_is_shut_down_on_interrupt(tiny_suite, tmp_path, monkeypatch, ray_prefix):
+    """Ctrl-C (or any failure) while the tasks run: the exception reaches the caller and Ray's processes end."""
+    finished = bench_run.Progress.finished
+
+    def interrupted(self, doc):  # at the first result Ray computed (the skipped scenario is reported before)
+        if doc["status"] == "skipped":
+            return finished(self, doc)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_run.Progress, "finished", interrupted)
+    monkeypatch.setattr(bench_ray, "END_GRACE_S", 2.0)
+    with pytest.raises(KeyboardInterrupt):
+        bench_run.main([str(tiny_suite), "--out", str(tmp_path), "--workers", "1", "--ray", "local", "--no-report"])
+    assert not _ray_leftovers(ray_prefix)
+    assert not {k for k in os.environ if k.startswith("RAY_AUTH")}  # the run's environment is restored
 
 
 def test_ray_without_ray_says_how_to_get_it(tiny_suite, tmp_path, capsys, monkeypatch):

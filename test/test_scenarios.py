@@ -103,6 +103,8 @@ def test_standard_suite_is_the_issue_definition():
         (MINIMAL + "pass: {min_drift: 1}\n", "pass", "unknown key(s) ['min_drift']"),
         (MINIMAL + "pass: {min_lateral: 0}\n", "pass.min_lateral", "non-zero"),
         (MINIMAL + "policy_options: {no_such_gain: 1}\n", "policy_options", "unknown key(s)"),
+        (MINIMAL + "policy_options: {leg_kp: high}\n", "policy_options.leg_kp", "finite number"),
+        (MINIMAL + "policy_options: {push_recovery: 0}\n", "policy_options.push_recovery", "true or false"),
         (MINIMAL + "name: 'has space'\n", "name", "letters"),
         ("format: 1\nduration: [\n", "(file)", "not valid YAML"),
     ],
@@ -115,6 +117,20 @@ def test_an_invalid_file_names_the_file_the_field_and_the_reason(tmp_path, text,
     assert exc.value.field == field
     assert reason in exc.value.reason
     assert str(exc.value).startswith(f"{path}: {field}: ")
+
+
+def test_a_policy_spec_names_the_builtin_controller_with_options():
+    assert sc.parse_policy("builtin") == ("builtin", ())
+    assert sc.parse_policy(" hf://Menlo/x@abc ") == ("hf://Menlo/x@abc", ())  # other specs pass through
+    assert sc.parse_policy("builtin:leg_kp=60, swing_kp=60.5,push_recovery=false") == (
+        "builtin", (("leg_kp", 60), ("swing_kp", 60.5), ("push_recovery", False)))
+    for bad, field, says in [("builtin:leg_kp", "options", "KEY=VALUE"), ("builtin:", "options", "KEY=VALUE"),
+                             ("builtin:gain=1", "options", "unknown key(s)"),
+                             ("builtin:leg_kp=[1", "options.leg_kp", "not a value"),
+                             ("builtin:leg_kp=.nan", "options.leg_kp", "finite number")]:
+        with pytest.raises(sc.ScenarioError) as exc:
+            sc.parse_policy(bad)
+        assert (exc.value.field, says in exc.value.reason) == (field, True), (bad, str(exc.value))
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ in ``/tmp/ray`` shared with every other Ray user. Here the instance gets ``--wor
 :data:`LOCAL_OBJECT_STORE_BYTES` (a result is a few hundred kB of JSON), no dashboard, no usage reporting, and its
 own temporary folder (logs, sockets) that is removed afterwards. Ray's services listen on every interface, so
 Ray's token authentication stays on, with a random token held only in the environment of this process and its
-children (:func:`local_environment`) rather than written to ``~/.ray/auth_token``. Ray's services (gcs_server, raylet, its agents and
-workers) are descendants of this process; whatever of them outlives ``ray.shutdown()`` -- also after Ctrl-C or a
-failure -- is ended here by process id (:func:`end_processes`).
+children (:func:`local_environment`) rather than written to ``~/.ray/auth_token``. Ray's services (gcs_server,
+raylet, its agents and workers) are descendants of this process; whatever of them outlives ``ray.shutdown()`` -- also
+after Ctrl-C or a failure -- is ended here by process id (:func:`end_processes`).
 
 Any other ``ADDRESS`` joins a running cluster (``ray.init(address=ADDRESS)``, e.g. ``auto`` on a cluster node or
 ``ray://head:10001``). Its nodes run the tasks with their own Python: vasimov and its dependencies must be installed

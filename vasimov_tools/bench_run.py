@@ -8,9 +8,12 @@ suite therefore gives the same outcomes with 1 worker or N (``test_bench_run`` c
 (``timing``: compute time of the backend, wall clock) differ from run to run, and so does a pass/fail that a file
 bases on ``max_compute_p99_ms``.
 
-``--ray ADDRESS`` (``local`` starts a local instance) runs the scenarios as Ray tasks instead; Ray is not a
-dependency of the twin (it is large): install it yourself (``pip install ray``), else the option exits with a
-message saying so.
+``--ray ADDRESS`` (``local``: a private, bounded instance for this run; else a cluster) runs the same tasks as Ray
+tasks (:mod:`vasimov_tools.bench_ray`), with the same results. Ray is an optional dependency (``pip install
+vasimov[ray]``; ``make setup`` installs it for the tests): without it the option exits 2 saying so.
+
+``--policy`` takes a backend spec, or ``builtin:KEY=VALUE,...`` (:func:`vasimov_tools.scenarios.parse_policy`): the
+built-in controller with config overrides on top of each file's ``policy_options``.
 
 Outputs in ``DIR``: ``<scenario>.json`` per scenario (skipped ones too, with the reason), ``report.html`` (a
 self-contained page: table and plots, :mod:`vasimov_tools.bench_report`), and a text table on stdout. Exit status:
