@@ -165,8 +165,9 @@ def test_policy_twice_runs_the_suite_per_policy_and_flags_the_weakened_one(tmp_p
     args = ["bench", "compare", str(suite), "--out", str(out), "--workers", "1"]
     assert cli.main([*args, "--policy", "builtin", "--policy", WEAK_SPEC]) == 1
     cap = capsys.readouterr()
-    row = next(line for line in cap.out.splitlines() if line.startswith("push_front"))
-    assert " worse " in row and "push_front" in cap.err
+    rows = [line for line in cap.out.splitlines() if line.startswith("push_front")]
+    assert len(rows) == 3  # run A's table, run B's, the comparison's
+    assert " worse " in rows[-1] and "regresses in 1 scenario(s): push_front" in cap.err
     a, b = bc.load_results(out / "A"), bc.load_results(out / "B")
     assert set(a) == set(b) == {"push_front"}
     assert (a["push_front"]["policy"], b["push_front"]["policy"]) == ("builtin", WEAK_SPEC)
