@@ -81,11 +81,13 @@ def node_options(spec: NodeSpec) -> dict[str, Any]:
 
 
 def check(desc: LaunchDescription) -> None:
-    """Refuse before anything starts: an unknown executable, or no plant (whose driver runs the executor)."""
+    """Refuse before anything starts: an unknown executable, no plant (whose driver runs the executor), an unknown
+    VASIMOV_EXECUTOR."""
     for spec in desc.nodes:
         node_class(spec)
     if sum(spec.executable == PLANT_EXEC for spec in desc.nodes) != 1:
         raise ComposeError("a composed graph needs exactly one plant node (its driver spins the executor)")
+    executor_choice()
 
 
 EXECUTORS = ("events", "single", "multi")
