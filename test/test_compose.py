@@ -42,3 +42,34 @@ def test_an_executable_without_a_node_class_a_graph_without_plant_or_an_unknown_
     monkeypatch.setenv("VASIMOV_EXECUTOR", "fast")
     with pytest.raises(compose.ComposeError, match="VASIMOV_EXECUTOR"):
         compose.executor_choice()
+
+
+class _FakeNode:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def get_name(self) -> str:
+        return self.name
+
+    def callback(self) -> None:
+        _Helper(self).work()
+
+
+class _Helper:
+    def __init__(self, node: _FakeNode) -> None:
+        self.node = node
+
+    def work(self) -> None:
+        raise RuntimeError("boom")
+
+
+def test_a_callback_error_names_the_node_whose_code_raised():
+    class Executor:
+        def spin_once(self, timeout_sec=None) -> None:
+            edge.callback()
+
+    plant, edge = _FakeNode("plant"), _FakeNode("edge")
+    with pytest.raises(compose.NodeFailure) as info:
+        compose._Attributing(Executor(), [plant, edge]).spin_once(0.1)
+    assert info.value.node == "edge" and isinstance(info.value.error, RuntimeError)
+    assert "node 'edge' failed: RuntimeError: boom" in str(info.value)

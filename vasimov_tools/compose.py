@@ -102,17 +102,11 @@ def executor_choice() -> str:
 
 
 def make_executor(choice: str) -> Any:
-    """The executor the control nodes share. ``events``: rclpy's EventsExecutor (C++, no wait set rebuilt per
+    """An executor for the composed nodes. ``events``: rclpy's EventsExecutor (C++, no wait set rebuilt per
     callback; measured fastest, docs/architecture.md "Composed mode"); it has no guard conditions, so nodes that
     use them (the Foxglove bridge, the binary stream) run on the observer executor. ``single``: rclpy's
-    SingleThreadedExecutor, whose callback errors name their node (NodeFailure). ``multi``: MultiThreadedExecutor."""
-    from rclpy.executors import (
-        ConditionReachedException,
-        MultiThreadedExecutor,
-        ShutdownException,
-        SingleThreadedExecutor,
-        TimeoutException,
-    )
+    SingleThreadedExecutor. ``multi``: its MultiThreadedExecutor with two threads."""
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 
     if choice == "events":
         from rclpy.experimental import EventsExecutor
@@ -120,20 +114,40 @@ def make_executor(choice: str) -> Any:
         return EventsExecutor()
     if choice == "multi":
         return MultiThreadedExecutor(num_threads=2)
+    return SingleThreadedExecutor()
 
-    class ComposedExecutor(SingleThreadedExecutor):
-        def _spin_once_impl(self, timeout_sec: Any = None, wait_condition: Any = lambda: False) -> None:
-            try:
-                handler, _entity, node = self.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
-            except (ShutdownException, TimeoutException, ConditionReachedException):
-                return
-            handler()
-            error = handler.exception()
-            if error is not None:
-                raise NodeFailure(node.get_name(), error)
-            handler.result()
 
-    return ComposedExecutor()
+class _Attributing:
+    """An executor whose callback errors become NodeFailure naming the node whose code raised (found from the
+    traceback: the outermost frame whose ``self`` is one of the nodes, or holds one as ``self.node``)."""
+
+    def __init__(self, inner: Any, nodes: list[Any]) -> None:
+        self.inner = inner
+        self.nodes = nodes
+
+    def spin_once(self, timeout_sec: float | None = None) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            self.inner.spin_once(timeout_sec=timeout_sec)
+        except (ExternalShutdownException, NodeFailure):
+            raise
+        except Exception as exc:
+            raise NodeFailure(owner(exc, self.nodes), exc) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def owner(exc: BaseException, nodes: list[Any]) -> str:
+    tb = exc.__traceback__
+    while tb is not None:
+        obj = tb.tb_frame.f_locals.get("self")
+        for node in nodes:
+            if obj is not None and (obj is node or getattr(obj, "node", None) is node):
+                return str(node.get_name())
+        tb = tb.tb_next
+    return "(unknown)"
 
 
 @dataclass
@@ -215,14 +229,14 @@ def _spin(nodes: list[_Composed], stop: threading.Event) -> int:
     from rclpy.executors import ExternalShutdownException
 
     choice = executor_choice()
-    control = make_executor(choice)
-    observers = _Observers(make_executor("single"), stop)
+    control = _Attributing(make_executor(choice), [c.node for c in nodes])
+    observers = _Observers(_Attributing(make_executor("single"), [c.node for c in nodes]), stop)
     for c in nodes:
         side_line = not c.spec.shutdown_on_exit or (choice == "events" and list(c.node.guards))
         if side_line and c.spec.executable != PLANT_EXEC:
             observers.add(c)
         else:
-            control.add_node(c.node)
+            control.inner.add_node(c.node)
     _say(f"executor: {choice} for {', '.join(c.spec.name for c in nodes if c not in observers.members)}; "
          f"observers on their own thread: {', '.join(c.spec.name for c in observers.members) or 'none'}")
     plant = next(c.node for c in nodes if c.spec.executable == PLANT_EXEC)
@@ -267,7 +281,7 @@ class _Observers:
 
     def add(self, c: _Composed) -> None:
         self.members.append(c)
-        self.executor.add_node(c.node)
+        self.executor.inner.add_node(c.node)
 
     def start(self) -> None:
         if self.members:
