@@ -1,21 +1,24 @@
-"""Composed mode (`vasimov up --compose`): every node of the launch file in ONE process, on one executor.
+"""Composed mode (`vasimov up --compose`): every node of the launch file in ONE process.
 
 Why: in the separate-process graph (the default, `vasimov_tools.supervisor`) most of the CPU goes into moving
 messages between processes and waking each process's executor for them (issue 11: ~1,300 hops per simulated
 second), not into physics, firmware or policy. Composed, the same node objects share one rclpy context (one DDS
-participant: Fast DDS delivers intra-process, no shared-memory transport, no socket wake-ups) and one executor
-(one wait set, one thread). This is ROS 2's component-container idea for a pure-Python graph.
+participant: Fast DDS delivers intra-process, no shared-memory transport, no socket wake-ups). The control nodes
+(launch's `on_exit: shutdown`) share one executor, rclpy's EventsExecutor by default (no Python wait set rebuilt per
+callback; the choice and its measurements: docs/architecture.md, "Composed mode"); the observers, and any node
+with guard conditions (which that executor lacks), share a classic executor on a second thread, drained in batches
+as in their own processes. This is ROS 2's component-container idea for a pure-Python graph.
 
 What stays the same: the node classes, their parameters and remaps (built from the same `NodeSpec`s the supervisor
 reads from the launch file: the same `--ros-args` tail, given to each node as its own `cli_args`), the lockstep
-protocol (the plant's own driver spins the shared executor, so the start gate, stall checks and the real-time
+protocol (the plant's own driver spins the control executor, so the start gate, stall checks and the real-time
 physics thread work unchanged) and exit codes: the plant's code at the end of a bounded run or on a fault; 0 after
-Ctrl-C/SIGTERM; 2 when a node refuses its configuration; 1 when any node's callback raises (named in the message).
+Ctrl-C/SIGTERM; 2 when a node refuses its configuration; 1 when any other node's callback raises (named in the
+message; the plant's own error is its internal fault, as in its own process).
 
 What is lost: isolation. One crash ends every node; observers (Foxglove bridge, binary stream, recorder) are not
-restarted on their own; they no longer run at a lower CPU priority (``cpu_nice`` is per process, so it is forced to
-0 here: renicing would slow the plant too); and their batched draining (``batch_period``) gives way to the shared
-executor's per-message dispatch.
+restarted on their own; and they no longer run at a lower CPU priority (``cpu_nice`` is per process, so it is forced
+to 0 here: renicing would slow the plant too).
 """
 
 from __future__ import annotations
