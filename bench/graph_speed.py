@@ -7,8 +7,10 @@
    topics at full rate, and with the standard topics (/joint_states, /imu, ground truth) decimated to 50 Hz: its
    real-time factor, the whole graph's CPU seconds per simulated second (every process of the launch, sampled from
    outside) and the per-process CPU table;
-3. their ratios (issue 11's targets: graph CPU <= 3x the single-process loop's, graph RTF >= 0.4 of it);
-4. real time: control-tick lateness p50/p99, the achieved real-time factor and ticks stepped without their answer
+3. the same graph composed into one process on one executor (`vasimov up --compose`, vasimov_tools.compose), full
+   rate: the same two figures;
+4. their ratios (issue 11's targets: graph CPU <= 3x the single-process loop's, graph RTF >= 0.4 of it);
+5. real time: control-tick lateness p50/p99, the achieved real-time factor and ticks stepped without their answer
    over a wall-clock window (bench/realtime_load.py does it with a core burning).
 
 CPU per simulated second is the figure a shared, loaded machine disturbs least (a busy machine slows every process
@@ -113,16 +115,19 @@ def main() -> int:
         policy = make_mlp_policy(Path(tmp) / "mlp.onnx", seed=0)
         script = Path(tmp) / "script.yaml"
         script.write_text("- {t: 0.1, cmd: stand}\n- {t: 4.0, cmd: velocity, vx: 0.0}\n")
-        singles, fulls, lights = [], [], []
+        singles, fulls, lights, composeds = [], [], [], []
         for _ in range(ns.repeat):  # alternate, so a change of the machine's load hits both sides
             singles.append(single_process_rtf(str(policy), ns.sim_seconds))
             fulls.append(graph_lockstep(str(policy), str(script), ns.sim_seconds))
             lights.append(graph_lockstep(str(policy), str(script), ns.sim_seconds, "telemetry_decimation:=4"))
+            composeds.append(graph_lockstep(str(policy), str(script), ns.sim_seconds, "--compose"))
         single, single_cpu = (statistics.median(x[i] for x in singles) for i in (0, 1))
         full = statistics.median(r for r, _, _ in fulls)
         light = statistics.median(r for r, _, _ in lights)
+        composed = statistics.median(r for r, _, _ in composeds)
         full_cpu = statistics.median(sum(c.values()) for _, c, _ in fulls) / ns.sim_seconds
         light_cpu = statistics.median(sum(c.values()) for _, c, _ in lights) / ns.sim_seconds
+        composed_cpu = statistics.median(sum(c.values()) for _, c, _ in composeds) / ns.sim_seconds
         print(f"single-process closed loop (no messaging): real-time factor {single:.1f}, "
               f"CPU {single_cpu:.3f} s per simulated second")
         print(f"multi-process graph, lockstep, all topics at full rate: real-time factor {full:.2f} "
@@ -131,10 +136,14 @@ def main() -> int:
         print(f"multi-process graph, lockstep, standard topics at 50 Hz: real-time factor {light:.2f} "
               f"({light / single:.3f} of the single-process limit); CPU {light_cpu:.3f} s per simulated second "
               f"({light_cpu / single_cpu:.1f}x)")
+        print(f"composed graph (one process, --compose), lockstep, all topics at full rate: real-time factor "
+              f"{composed:.2f} ({composed / single:.3f} of the single-process limit; target >= 0.4); CPU "
+              f"{composed_cpu:.3f} s per simulated second ({composed_cpu / single_cpu:.1f}x; target <= 3x)")
         print(f"CPU seconds per process over {ns.sim_seconds:g} simulated seconds from tick 0 (default launch, no "
               f"client connected; the last run of each kind), and the start-up before tick 0 (not in the figures "
               f"above):")
-        print(cpu_table({"full rate": fulls[-1][1], "std at 50 Hz": lights[-1][1], "start-up": fulls[-1][2]},
+        print(cpu_table({"full rate": fulls[-1][1], "std at 50 Hz": lights[-1][1], "composed": composeds[-1][1],
+                         "start-up": fulls[-1][2], "composed start": composeds[-1][2]},
                         ns.sim_seconds))
         stats: dict = {}
         if ns.realtime_seconds > 0:
@@ -146,8 +155,11 @@ def main() -> int:
                           "lockstep_rtf_2": light, "ratio": full / single, "graph_cpu_per_sim_s": full_cpu,
                           "cpu_ratio": full_cpu / single_cpu, "cpu_seconds": fulls[-1][1],
                           "startup_cpu_seconds": fulls[-1][2],
+                          "composed_rtf": composed, "composed_ratio": composed / single,
+                          "composed_cpu_per_sim_s": composed_cpu, "composed_cpu_ratio": composed_cpu / single_cpu,
                           "realtime": stats, "runs": {"single": singles, "full": [r for r, _, _ in fulls],
-                                                      "light": [r for r, _, _ in lights]}}))
+                                                      "light": [r for r, _, _ in lights],
+                                                      "composed": [r for r, _, _ in composeds]}}))
     return 0
 
 

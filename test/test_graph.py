@@ -81,10 +81,11 @@ def test_a_dead_node_stops_the_graph_with_a_clear_message(graph_factory):
     assert g.leftovers() == []
 
 
-def _lockstep_run(tmp_path, script: str, seed: int = 1, duration: float = 6.0):
-    """Run a lockstep graph with the probe as a declared third participant; return the control-tick states."""
+def _lockstep_run(tmp_path, script: str, seed: int = 1, duration: float = 6.0, up_args: tuple[str, ...] = ()):
+    """Run a lockstep graph (``up_args``: more `vasimov up` options, e.g. --compose) with the probe as a declared
+    third participant; return the control-tick states."""
     g = Graph("--lockstep", "--duration", str(duration), "--policy", "hold", "--seed", str(seed), "--script", script,
-              "lockstep_participants:=edge,policy,test_probe")
+              "lockstep_participants:=edge,policy,test_probe", *up_args)
     probe = RosProbe(g.domain)
     try:
         deep = QoSProfile(depth=100_000, reliability=ReliabilityPolicy.RELIABLE)  # a slow probe must not drop
@@ -112,17 +113,25 @@ def test_lockstep_is_bit_identical_across_runs_and_exits_zero(tmp_path):
     b, fw_b, _, _ = _lockstep_run(tmp_path, script)
     qa = np.array([m.position for m in a])
     qb = np.array([m.position for m in b])
-    assert qa.shape == qb.shape == (301, joints.NUM_JOINTS)
-    assert [m.tick for m in a] == list(range(301))
+    assert qa.shape == qb.shape
     assert np.array_equal(qa, qb), f"max difference {np.abs(qa - qb).max()}"
     assert np.array_equal(np.array([m.velocity for m in a]), np.array([m.velocity for m in b]))
-    modes = [m.mode_name for m in fw_a]
-    assert modes == [m.mode_name for m in fw_b]
+    assert [m.mode_name for m in fw_a] == [m.mode_name for m in fw_b]
+    assert_run_is_the_reference_loop(script, a, fw_a)
+
+
+def assert_run_is_the_reference_loop(script: str, ticks: list, fws: list) -> None:
+    """A 6 s lockstep run of ``_script``: every tick there, the script drove the robot, and the positions are
+    exactly what the single-process reference loop computes (test_compose_graph checks the composed graph so)."""
+    qa = np.array([m.position for m in ticks])
+    assert qa.shape == (301, joints.NUM_JOINTS)
+    assert [m.tick for m in ticks] == list(range(301))
+    modes = [m.mode_name for m in fws]
     # the script really drove the robot: it stood up, entered MOVE, then took a trajectory
     assert "STAND" in modes and "MOVE" in modes
     assert qa[-1, joints.joint_index("left_elbow_joint")] == pytest.approx(joints.DEFAULT_POS[
         joints.joint_index("left_elbow_joint")] + 0.3, abs=0.05)
-    # and the multi-process graph computes exactly what the single-process reference loop computes
+    # and the graph computes exactly what the single-process reference loop computes
     ref = _reference_positions(script, ticks=301)
     assert np.array_equal(qa, ref), f"graph vs reference: max difference {np.abs(qa - ref).max()}"
 

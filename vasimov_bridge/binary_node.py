@@ -291,8 +291,9 @@ class _NewestSampler:
 
 
 class BinaryStreamNode(Node):
-    def __init__(self) -> None:
-        super().__init__("binary_stream")
+    def __init__(self, **node_options: Any) -> None:
+        """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
+        super().__init__("binary_stream", **node_options)
         self.p = declare(self, PARAMS)
         self.log_limited = RateLimitedLog(self.get_logger().warning)
         self.plant: PlantState | None = None  # the newest one sent (its stamp goes on accepted commands)

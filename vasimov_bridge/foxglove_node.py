@@ -103,8 +103,9 @@ _STATS_SCHEMA = {"type": "object", "title": "vasimov.FoxgloveBridgeStats"}
 
 
 class FoxgloveBridgeNode(Node):
-    def __init__(self) -> None:
-        super().__init__("foxglove_bridge")
+    def __init__(self, **node_options: Any) -> None:
+        """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
+        super().__init__("foxglove_bridge", **node_options)
         self.p = declare(self, PARAMS)
         self.batch_period = float(self.p["batch_period"])  # read by run_node's spin loop
         renice_all_threads(int(self.p["cpu_nice"]))  # DDS receive threads included

@@ -95,8 +95,9 @@ PARAMS: tuple[ParamSpec, ...] = (
 
 
 class SdkBridgeNode(Node):
-    def __init__(self) -> None:
-        super().__init__("sdk_bridge")
+    def __init__(self, **node_options: Any) -> None:
+        """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
+        super().__init__("sdk_bridge", **node_options)
         self.p = declare(self, PARAMS)
         dt = self.p["physics_dt"]
         steps = 1.0 / (dt * self.p["state_rate_hz"])

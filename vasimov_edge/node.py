@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Twist
@@ -50,8 +51,9 @@ PARAMS: tuple[ParamSpec, ...] = (
 
 
 class EdgeNode(Node):
-    def __init__(self) -> None:
-        super().__init__("edge")
+    def __init__(self, **node_options: Any) -> None:
+        """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
+        super().__init__("edge", **node_options)
         self.p = declare(self, PARAMS)
         self.lockstep = bool(self.p["lockstep"])
         self.control_period = self.p["physics_dt"] * self.p["control_decimation"]

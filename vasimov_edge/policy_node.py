@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import numpy as np
 from rclpy.node import Node
@@ -32,8 +33,9 @@ PARAMS: tuple[ParamSpec, ...] = (
 
 
 class PolicyNode(Node):
-    def __init__(self) -> None:
-        super().__init__("policy")
+    def __init__(self, **node_options: Any) -> None:
+        """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
+        super().__init__("policy", **node_options)
         self.p = declare(self, PARAMS)
         self.lockstep = bool(self.p["lockstep"])
         self.backend = make_backend(self.p["backend"])

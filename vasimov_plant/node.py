@@ -26,6 +26,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from rclpy.duration import Duration
@@ -104,8 +105,9 @@ class Answer:
 
 
 class PlantNode(Node):
-    def __init__(self) -> None:
-        super().__init__("plant")
+    def __init__(self, **node_options: Any) -> None:
+        """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
+        super().__init__("plant", **node_options)
         self.p = declare(self, PARAMS)
         self.decimation = int(self.p["control_decimation"])
         scene = parse_scene(self.p["scene"], seed=int(self.p["seed"]))  # SceneError: a configuration error

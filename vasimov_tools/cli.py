@@ -1,7 +1,7 @@
 """`vasimov`: the command line of the twin for pip-only users (no ros2 CLI, no ros2 launch here).
 
     vasimov up [--lockstep --duration S] [--seed N] [--scene NAME[+FRICTION]] [--policy SPEC] [--script FILE]
-               [--viewer] [--record DIR] [ARG:=VALUE ...]
+               [--viewer] [--record DIR] [--compose] [ARG:=VALUE ...]
     vasimov scenes [--json]
     vasimov record DIR [--exclude REGEX] [--compression zstd|none]
     vasimov topics [--window S]
@@ -71,6 +71,19 @@ def cmd_up(ns: argparse.Namespace) -> int:
     except launch_file.LaunchFileError as exc:
         print(f"vasimov up: {exc}", file=sys.stderr)
         return 2
+    if ns.compose:
+        from vasimov_tools import compose
+
+        try:
+            compose.check(desc)
+        except compose.ComposeError as exc:
+            print(f"vasimov up --compose: {exc}", file=sys.stderr)
+            return 2
+        try:
+            return compose.run(desc)
+        except ValueError as exc:  # e.g. VASIMOV_DDS set to something else than loopback/network
+            print(f"vasimov up: {exc}", file=sys.stderr)
+            return 2
     from vasimov_tools.supervisor import Supervisor
 
     primary = "plant" if float(desc.args.get("duration", "0") or 0) > 0 else None
@@ -259,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--viewer", action="store_true", help="open MuJoCo's passive viewer on the plant")
     up.add_argument("--launch", default=str(_default_launch()), help="launch file (ROS 2 YAML format)")
     up.add_argument("--record", metavar="DIR", help="also record every topic into a rosbag2 directory (MCAP)")
+    up.add_argument("--compose", action="store_true",
+                    help="every node in one process on one executor: faster, no isolation (README, Composed mode)")
     up.add_argument("launch_args", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
     up.set_defaults(func=cmd_up)
 

@@ -191,8 +191,9 @@ def vasimov_version() -> str:
 
 # -- the node -------------------------------------------------------------------------------------------------------
 class RecorderNode(Node):
-    def __init__(self) -> None:
-        super().__init__("recorder")
+    def __init__(self, **node_options: Any) -> None:
+        """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
+        super().__init__("recorder", **node_options)
         self.p = declare(self, PARAMS)
         renice_all_threads(int(self.p["cpu_nice"]))  # DDS receive threads included
         if not self.p["output"]:
