@@ -291,8 +291,10 @@ class RecorderNode(Node):
                               git_commit=head, seed=int(seed),
                               time_mode=mode or UNKNOWN, vasimov_version=vasimov_version())
 
-    def _ask(self, executor: SingleThreadedExecutor, node: str, names: list[str], timeout: float = 3.0) -> dict:
-        """Read parameters of a running node (standalone recording: the launch arguments are not ours to know)."""
+    def _ask(self, executor: SingleThreadedExecutor, node: str, names: list[str], timeout: float = 10.0) -> dict:
+        """Read parameters of a running node (standalone recording: the launch arguments are not ours to know).
+        Bounded at 10 s: on a busy machine discovering the node's parameter service alone took over 3 s (the bag then
+        said seed 0); a recording that starts a few seconds later beats one whose provenance is wrong."""
         client = self.create_client(GetParameters, f"/{node}/get_parameters")
         try:
             if not client.wait_for_service(timeout_sec=timeout):
