@@ -74,6 +74,10 @@ PARAMS: tuple[ParamSpec, ...] = (
               min=0.0, max=50.0),
     ParamSpec("standard_topics_decimation", 1, "Publish /joint_states, /imu and ground truth every N physics "
               "steps.", min=1, max=1000),
+    ParamSpec("clock_decimation", 1, "Publish /clock every N physics steps (on the steps where step % N == 0, so "
+              "N = control_decimation is once per control period, at its tick). Every node with use_sim_time reads "
+              "each /clock message: at 1 that is three readers x 200 Hz, the graph's most numerous hop, for clocks "
+              "nothing in the graph reads finer than a control period.", min=1, max=1000),
     ParamSpec("realtime_factor", 1.0, "Real time only: simulated seconds per wall second.", min=0.01, max=100.0),
     ParamSpec("lockstep_timeout", 20.0, "Lockstep only: wall seconds to wait for a participant's answer before "
               "declaring it dead and exiting non-zero.", min=0.5, max=3600.0),
@@ -138,7 +142,8 @@ class PlantNode(Node):
         self.rejected_commands = 0
         self.rejected_sim_control = 0
 
-        self.pubs = PlantPublishers(self, self.decimation, ideal_sensors=self.core.realism is not None)
+        self.pubs = PlantPublishers(self, self.decimation, ideal_sensors=self.core.realism is not None,
+                                    clock_decimation=int(self.p["clock_decimation"]))
         self.disturb = Disturbances(self)
         self.boot_state = parse_boot(self.p["boot"])  # BootError (a ValueError): a configuration error
         self.pubs.publish_scene(scene, self.core.model)

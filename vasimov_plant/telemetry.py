@@ -48,8 +48,9 @@ def _vec(v) -> Vector3:
 class PlantPublishers:
     """The plant's publishers and reused messages (one of each: no allocation per step)."""
 
-    def __init__(self, node, decimation: int, ideal_sensors: bool = False) -> None:
+    def __init__(self, node, decimation: int, ideal_sensors: bool = False, clock_decimation: int = 1) -> None:
         self.decimation = decimation
+        self.clock_decimation = clock_decimation
         self.clock = node.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.state = node.create_publisher(PlantState, topics.PLANT_STATE, qos.STATE_STREAM)
         self.tick = node.create_publisher(PlantState, topics.PLANT_TICK, qos.LOOP)
@@ -113,10 +114,11 @@ class PlantPublishers:
         self.tick.publish(self.fill_state(snap, epoch))
 
     def publish_step(self, snap: StepSnapshot, epoch: int) -> None:
-        """/clock, the plant state and (on their steps) the standard topics of one step."""
+        """/clock (on its steps), the plant state and (on their steps) the standard topics of one step."""
         m = self.fill_state(snap, epoch)
-        self.m_clock.clock = m.stamp
-        self.clock.publish(self.m_clock)
+        if snap.step % self.clock_decimation == 0:
+            self.m_clock.clock = m.stamp
+            self.clock.publish(self.m_clock)
         self.state.publish(m)
         if snap.truth is not None:
             self._publish_standard(snap.sensors, snap.truth, m.stamp)
