@@ -46,7 +46,7 @@ from vasimov.scenes import parse_scene
 from vasimov_plant.boot_pose import boot
 from vasimov_plant.disturbances import Disturbances
 from vasimov_plant.lockstep import EXIT_LOCKSTEP_STALL, LockstepDriver
-from vasimov_plant.physics import MotorTargets, PhysicsError, PlantCore, validate_command
+from vasimov_plant.physics import GroundTruth, MotorTargets, PhysicsError, PlantCore, validate_command
 from vasimov_plant.realtime import RealtimeDriver
 from vasimov_plant.telemetry import PlantPublishers, StepSnapshot
 from vasimov_plant.viewer import Viewer
@@ -193,6 +193,13 @@ class PlantNode(Node):
         if control_tick:
             self.pubs.publish_tick(snap, self.epoch)
         self._publish_telemetry(snap)
+        self.pubs.publish_samples([snap], self.epoch, self._truth(snap))
+
+    def _truth(self, last: StepSnapshot) -> GroundTruth | None:
+        """The ground truth of a period's last step for its PlantSamples (computed if that step had none)."""
+        if last.truth is not None or self.faulted or self.pubs.samples.get_subscription_count() == 0:
+            return last.truth
+        return self.core.truth()
 
     def await_tick(self, tick: int) -> None:
         """Lockstep: physics waits for the answer to `tick` (the stall check times from now)."""
@@ -341,11 +348,13 @@ class PlantNode(Node):
         except PhysicsError as exc:
             for snap in period:  # the steps that completed before the fault are still reported
                 self._publish_telemetry(snap)
+            self.pubs.publish_samples(period, self.epoch, None)
             self._physics_fault(exc)
             return
         self.pubs.publish_tick(period[-1], self.epoch)
         for snap in period:
             self._publish_telemetry(snap)
+        self.pubs.publish_samples(period, self.epoch, self._truth(period[-1]))
         if self.viewer is not None:
             self.viewer.sync()
         duration = self.p["duration"]
@@ -397,6 +406,7 @@ class PlantNode(Node):
         self.pubs.publish_tick(period[-1], self.epoch)
         for snap in period:
             self._publish_telemetry(snap)
+        self.pubs.publish_samples(period, self.epoch, good.truth)
 
     # -- faults of the plant itself --------------------------------------------------------------------------------
     def guarded(self, where: str, fn: Callable[..., None], *args: object) -> None:
