@@ -25,10 +25,11 @@ from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from rosprobe import RosProbe
 from sensor_msgs.msg import JointState
-from vasimov_msgs.msg import Alert, FirmwareState, PlantState
+from vasimov_msgs.msg import Alert, FirmwareState, PlantSamples, PlantState
 
 from vasimov import joints
-from vasimov.ros import qos, topics
+from vasimov.ros import plant_samples, qos, topics
+from vasimov.ros.convert import from_stamp
 
 # Start-up of one node on a loaded 2-core machine (rclpy, MuJoCo or foxglove imports, DDS discovery).
 START_TIMEOUT = 40.0
@@ -178,11 +179,12 @@ TEMPERATURES = [30.0 + i for i in range(joints.NUM_JOINTS)]
 class FakeRobot:
     """The plant and the edge as the bridges see them. Each `publish_once`: the firmware's state after tick k
     (STAND, armed, one alert, temperatures), then the four physics steps its answer drove (4k+1..4k+4), each with its
-    own pose so samples can be told apart, then /clock, /joint_states and ground truth (at 1, 2, 0.7 m, a quarter
-    turn about z, 0.5 m/s forward in the pelvis frame)."""
+    own pose so samples can be told apart (and the four in one PlantSamples message), then /clock, /joint_states
+    and ground truth (at 1, 2, 0.7 m, a quarter turn about z, 0.5 m/s forward in the pelvis frame)."""
 
     def __init__(self, probe: RosProbe) -> None:
         self.states = probe.publisher(topics.PLANT_STATE, PlantState, qos.STATE_STREAM)
+        self.samples = probe.publisher(topics.PLANT_SAMPLES, PlantSamples, qos.STATE_STREAM)
         self.firmware = probe.publisher(topics.FIRMWARE_STATE, FirmwareState, qos.LOOP)
         self.odom = probe.publisher(topics.ODOM_TRUTH, Odometry, qos.TELEMETRY)
         self.joint_states = probe.publisher(topics.JOINT_STATES, JointState, qos.TELEMETRY)
@@ -213,6 +215,7 @@ class FakeRobot:
         self.lagging.append(fw)
         while len(self.lagging) > self.firmware_lag:
             self.firmware.publish(self.lagging.pop(0))
+        period = []
         for step in range(4 * k + 1, 4 * k + 5):
             m = plant_state(step, epoch=epoch, position=self.position(step), gyro=(0.1, -0.2, 0.3))
             if not self.answered:
@@ -220,6 +223,16 @@ class FakeRobot:
             with self.lock:
                 self.sent[(epoch, step)] = m
             self.states.publish(m)
+            period.append(m)
+        # the same steps as the plant packs them for the SDK bridge, with the same truth as the odometry below
+        # (world frame: 0.5 m/s forward in the pelvis is world +y after the quarter turn)
+        self.samples.publish(plant_samples.fill(
+            PlantSamples(), epoch, 0, period[0].step, np.array([from_stamp(p.stamp) for p in period]),
+            np.array([p.command_tick for p in period]), *(np.array([getattr(p, f) for p in period]) for f in (
+                "position", "velocity", "effort", "imu_orientation", "imu_angular_velocity",
+                "imu_linear_acceleration")),
+            truth=plant_samples.Truth(0.0, np.array([1.0, 2.0, 0.7]), np.array(YAW_90), np.array([0.0, 0.5, 0.0]),
+                                      np.zeros(3))))
         self.clock.publish(Clock(clock=m.stamp))
         js = JointState(name=list(joints.SIM_NAMES), position=list(m.position), velocity=list(m.velocity),
                         effort=list(m.effort))

@@ -67,7 +67,7 @@ def bridge(node_factory):
 def test_states_in_sdk_frames_out(bridge):
     _node, probe, receiver, _cmd_port, api = bridge
     fake = FakeRobot(probe)
-    wait_for(lambda: publishers_matched(fake.states, fake.firmware, fake.odom), 40, "the bridge's topics to match")
+    wait_for(lambda: publishers_matched(fake.samples, fake.firmware), 40, "the bridge's topics to match")
     with Repeater(fake.publish_once):
         frames = wait_for(lambda: len(f := receiver.all()) >= 40 and f, 30, "40 state frames")
         seqs = [f.sequence for f in frames]
@@ -101,7 +101,7 @@ def test_states_in_sdk_frames_out(bridge):
         status, truth = http("GET", f"{api}/api/sim/truth")
         assert status == 200 and truth["base_pos"] == [1.0, 2.0, 0.7] and truth["epoch"] == 0
         np.testing.assert_allclose(truth["base_lin_vel"], [0.0, 0.5, 0.0], atol=1e-12,
-                                   err_msg="pelvis-frame twist -> world frame")
+                                   err_msg="world-frame velocity, as the plant's truth has it")
         assert truth["base_yaw"] == pytest.approx(math.pi / 2)
 
         # a virtual restart: the stream starts again (sequence and firmware clock from the new life's start)
@@ -182,7 +182,7 @@ def test_a_late_firmware_part_of_an_answered_tick_is_never_reported_as_a_stall(b
     _node, probe, receiver, _cmd_port, api = bridge
     fake = FakeRobot(probe)
     fake.firmware_lag = 10
-    wait_for(lambda: publishers_matched(fake.states, fake.firmware, fake.odom), 40, "the bridge's topics to match")
+    wait_for(lambda: publishers_matched(fake.samples, fake.firmware), 40, "the bridge's topics to match")
     stall_flag = 1 << (1 + ALERT_FIRMWARE_STALL)
     with Repeater(fake.publish_once):
         frames = wait_for(lambda: len(f := receiver.all()) >= 120 and f, 30, "120 state frames")

@@ -108,7 +108,8 @@ def test_lockstep_run_with_record_writes_a_complete_bag(tmp_path):
         topics.CLOCK: "rosgraph_msgs/msg/Clock", topics.JOINT_STATES: "sensor_msgs/msg/JointState",
         topics.IMU: "sensor_msgs/msg/Imu", topics.ODOM_TRUTH: "nav_msgs/msg/Odometry",
         topics.FEET_TRUTH: "vasimov_msgs/msg/FootContacts", topics.PLANT_STATE: "vasimov_msgs/msg/PlantState",
-        topics.PLANT_TICK: "vasimov_msgs/msg/PlantState", topics.FIRMWARE_STATE: "vasimov_msgs/msg/FirmwareState",
+        topics.PLANT_TICK: "vasimov_msgs/msg/PlantState", topics.PLANT_SAMPLES: "vasimov_msgs/msg/PlantSamples",
+        topics.FIRMWARE_STATE: "vasimov_msgs/msg/FirmwareState",
         topics.MOTOR_COMMAND: "vasimov_msgs/msg/MotorCommand", topics.POLICY_STEP: "vasimov_msgs/msg/PolicyStep",
         topics.SDK_DATAGRAMS: "vasimov_msgs/msg/SdkDatagram", topics.PROVENANCE: "vasimov_msgs/msg/Provenance",
     }
@@ -121,6 +122,9 @@ def test_lockstep_run_with_record_writes_a_complete_bag(tmp_path):
     assert [t for t, _ in states] == [m.step * DT_NS for _, m in states]
     for topic in (topics.CLOCK, topics.JOINT_STATES, topics.IMU, topics.ODOM_TRUTH, topics.FEET_TRUTH):
         assert len(msgs[topic]) == steps + 1, topic
+    # the SDK bridge's input: every step once, in order, a control period per message
+    sampled = [m.first_step + i for _, m in msgs[topics.PLANT_SAMPLES] for i in range(len(m.time))]
+    assert sampled == list(range(steps + 1))
     assert [m.tick for _, m in msgs[topics.PLANT_TICK]] == list(range(ticks + 1))
     # the loop's answers: one per tick; the very last may be cut off when the plant ends the run
     for topic in (topics.FIRMWARE_STATE, topics.MOTOR_COMMAND, topics.POLICY_STEP):

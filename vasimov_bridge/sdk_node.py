@@ -3,7 +3,8 @@
 * UDP :8850 in: every datagram is decoded and validated (`sdk_wire`); valid commands go to the firmware's arbiter
   on `/vasimov/command`, rejections are counted (exposed at `GET /api/sim/counters`).
 * UDP out to state_host:8851: one RobotState per `state_rate_hz` of simulated time, unsolicited, from boot, in every
-  mode, built from the plant's sensor state (motor space) and the firmware state that drove it, never an older one
+  mode, built from the plant's sensor state (motor space; one `PlantSamples` message per control period carries its
+  steps, `vasimov.ros.plant_samples`) and the firmware state that drove it, never an older one
   (`state_pairing`: a sample waits briefly for its firmware part; when the firmware falls more than
   `max_firmware_lag` behind, as with a stalled edge, frames report DAMP with the critical alert 4, "a firmware
   thread stopped responding", until it answers again). Sequence and firmware
@@ -31,13 +32,10 @@ import threading
 from functools import cache
 from typing import Any
 
-import numpy as np
-from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
-from vasimov_msgs.msg import FirmwareState, PlantFault, PlantState, SdkDatagram, SimControl
+from vasimov_msgs.msg import FirmwareState, PlantFault, PlantSamples, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import graph_status, joints, motor_space
@@ -45,14 +43,15 @@ from vasimov.alerts import ALERT_FIRMWARE_STALL, SEVERITY_CRITICAL, alert_name, 
 from vasimov.boot_states import BootError, parse_boot
 from vasimov.commands import RobotCommand
 from vasimov.faults import FaultError, UnknownJointError, parse_fault
-from vasimov.frames import projected_gravity, rotate, yaw_from_quat
+from vasimov.frames import projected_gravity, yaw_from_quat
 from vasimov.model.urdf import link_names
 from vasimov.motor_current import motor_current, torque_constant
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.command_outbox import CommandOutbox
-from vasimov.ros.convert import from_stamp
+from vasimov.ros.convert import to_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
+from vasimov.ros.plant_samples import PlantSample, Truth, unpack
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
@@ -109,9 +108,9 @@ class SdkBridgeNode(Node):
         self.epoch = 0
         self.sequence = 0
         self.fw: FirmwareState | None = None
-        self.truth: bytes | None = None  # raw CDR: deserialized only when /api/sim/truth is asked
+        self.truth: Truth | None = None  # the newest period's ground truth, for /api/sim/truth
         self.batch_period = self.p["lockstep_batch_period"] if self.p["lockstep"] else 0.0  # read by run_node
-        self.last_plant: PlantState | None = None
+        self.last_plant: PlantSample | None = None
         self.build_errors = 0
         decimation = int(self.p["control_decimation"])
         if self.p["lockstep"]:
@@ -119,7 +118,7 @@ class SdkBridgeNode(Node):
             # alive, and a dead edge ends the run), so a firmware part that is behind is only late on the wire --
             # by many ticks when the graph runs several times faster than real time on a loaded machine. Hold it;
             # never report it as a stalled firmware (that latched WATCHDOG_TIMEOUT in lockstep SDK runs).
-            self.pairing: StatePairing[PlantState, FirmwareState] = StatePairing(
+            self.pairing: StatePairing[PlantSample, FirmwareState] = StatePairing(
                 decimation, max_lag_ticks=10**9, max_held=100_000)
         else:
             self.pairing = StatePairing(
@@ -137,11 +136,11 @@ class SdkBridgeNode(Node):
                           if self.p["record_datagrams"] else None)
         # the firmware state first: with both ready, the executor takes it before the samples it drove
         self.create_subscription(FirmwareState, topics.FIRMWARE_STATE, self.on_firmware, qos.LOOP)
-        self.create_subscription(PlantState, topics.PLANT_STATE, self.on_plant_state, qos.STATE_STREAM)
+        # one message per control period with its per-step samples and ground truth (vasimov.ros.plant_samples)
+        self.create_subscription(PlantSamples, topics.PLANT_SAMPLES, self.on_samples, qos.STATE_STREAM)
         self.create_subscription(PlantFault, topics.PLANT_FAULT, self.on_plant_fault, qos.LATCHED)
         if self.pub_dgram is not None:
             self.create_timer(0.1, self._check_tap, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.create_subscription(Odometry, topics.ODOM_TRUTH, self.on_truth, qos.TELEMETRY, raw=True)
 
         self.lane = UdpLane(
             self.on_command,
@@ -204,10 +203,19 @@ class SdkBridgeNode(Node):
         for paired in self.pairing.firmware(int(msg.tick), msg):
             self._send(paired)
 
-    def on_truth(self, data: bytes) -> None:
-        self.truth = data
+    def on_samples(self, msg: PlantSamples) -> None:
+        try:
+            samples, truth = unpack(msg)
+        except ValueError as exc:  # anyone on the graph may publish there: counted and logged, never raised
+            self.build_errors += 1
+            self.log_limited("samples", f"plant samples rejected: {exc}")
+            return
+        for sample in samples:
+            self.on_plant_state(sample)
+        if truth is not None:
+            self.truth = truth
 
-    def on_plant_state(self, msg: PlantState) -> None:
+    def on_plant_state(self, msg: PlantSample) -> None:
         with self.lock:
             if msg.epoch != self.epoch:
                 self.epoch = msg.epoch
@@ -221,7 +229,7 @@ class SdkBridgeNode(Node):
         for paired in self.pairing.plant(int(msg.step), msg, int(msg.command_tick)):
             self._send(paired)
 
-    def _send(self, paired: Paired[PlantState, FirmwareState]) -> None:
+    def _send(self, paired: Paired[PlantSample, FirmwareState]) -> None:
         with self.lock:
             self.sequence = (self.sequence + 1) & 0xFFFFFFFF
             seq = self.sequence
@@ -240,7 +248,7 @@ class SdkBridgeNode(Node):
             return
         self.lane.send_state(sdk_wire.encode_state(frame))
 
-    def _stale_frame(self, msg: PlantState, seq: int) -> sdk_wire.StateFrame:
+    def _stale_frame(self, msg: PlantSample, seq: int) -> sdk_wire.StateFrame:
         """A sample whose firmware part is too old: what the robot reports when a firmware thread stops
         responding (DAMP, latched, critical alert 4), never the last "MOVE" the firmware said."""
         now_us = round(msg.step * self.dt * 1e6)
@@ -255,8 +263,8 @@ class SdkBridgeNode(Node):
         return dataclasses.replace(frame, current_mode=0, error_flags=STALE_ERROR_FLAGS, active_alerts=[alert],
                                    joint_temp=None)
 
-    def _frame(self, msg: PlantState, fw: FirmwareState | None, seq: int) -> sdk_wire.StateFrame:
-        quat = np.asarray(msg.imu_orientation)
+    def _frame(self, msg: PlantSample, fw: FirmwareState | None, seq: int) -> sdk_wire.StateFrame:
+        quat = msg.imu_orientation
         alerts = [] if fw is None else [
             sdk_wire.AlertEntry(id=a.id, severity=a.severity, value=a.value, threshold=a.threshold,
                                 first_set_us=a.first_set_us, source_id=a.source_id) for a in fw.alerts]
@@ -289,7 +297,7 @@ class SdkBridgeNode(Node):
         m = to_msg(cmd)
         plant = self.last_plant
         if plant is not None:
-            m.stamp = plant.stamp
+            to_stamp(plant.time, m.stamp)
         self.commands.publish(m)
 
     def on_datagram(self, direction: str, peer: Any, data: bytes) -> None:
@@ -298,7 +306,7 @@ class SdkBridgeNode(Node):
         m = SdkDatagram()
         plant = self.last_plant
         if plant is not None:
-            m.stamp = plant.stamp
+            to_stamp(plant.time, m.stamp)
         m.direction = SdkDatagram.DIRECTION_IN if direction == "rx" else SdkDatagram.DIRECTION_OUT
         m.peer = f"{peer[0]}:{peer[1]}"
         m.data = bytes(data)
@@ -306,23 +314,17 @@ class SdkBridgeNode(Node):
 
     # -- HTTP handlers (server threads) ------------------------------------------------------------------------------
     def http_truth(self, req: Request) -> Any:
-        raw, plant = self.truth, self.last_plant
-        if raw is None or plant is None:
+        truth, plant = self.truth, self.last_plant
+        if truth is None or plant is None:
             raise HttpError(503, "no ground truth yet: the plant has not published")
-        odom = deserialize_message(raw, Odometry)
-        p, q = odom.pose.pose.position, odom.pose.pose.orientation
-        quat = [q.w, q.x, q.y, q.z]
-        lin_body = odom.twist.twist.linear
-        ang_body = odom.twist.twist.angular
-        lin_world = rotate(quat, [lin_body.x, lin_body.y, lin_body.z])
-        ang_world = rotate(quat, [ang_body.x, ang_body.y, ang_body.z])
+        quat = [float(v) for v in truth.base_quat]
         return {
-            "sim_time": from_stamp(odom.header.stamp),
-            "base_pos": [p.x, p.y, p.z],
+            "sim_time": truth.time,
+            "base_pos": [float(v) for v in truth.base_pos],
             "base_quat": quat,
             "base_yaw": float(yaw_from_quat(quat)),
-            "base_lin_vel": lin_world.tolist(),
-            "base_ang_vel": ang_world.tolist(),
+            "base_lin_vel": [float(v) for v in truth.base_lin_vel],
+            "base_ang_vel": [float(v) for v in truth.base_ang_vel],
             "frames": {"base_pos": "world", "base_lin_vel": "world", "base_ang_vel": "world"},
             "epoch": int(plant.epoch),
             "step": int(plant.step),
@@ -387,7 +389,7 @@ class SdkBridgeNode(Node):
         if self.pub_sim.get_subscription_count() == 0:
             raise HttpError(503, "the plant is not connected yet; retry")
         if self.last_plant is not None:
-            m.stamp = self.last_plant.stamp
+            to_stamp(self.last_plant.time, m.stamp)
         self.pub_sim.publish(m)
 
     def http_counters(self, req: Request) -> Any:

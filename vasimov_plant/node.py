@@ -47,7 +47,7 @@ from vasimov.scenes import parse_scene
 from vasimov_plant.boot_pose import boot
 from vasimov_plant.disturbances import Disturbances
 from vasimov_plant.lockstep import EXIT_LOCKSTEP_STALL, LockstepDriver
-from vasimov_plant.physics import MotorTargets, PhysicsError, PlantCore, validate_command
+from vasimov_plant.physics import GroundTruth, MotorTargets, PhysicsError, PlantCore, validate_command
 from vasimov_plant.realtime import RealtimeDriver
 from vasimov_plant.telemetry import PlantPublishers, StepSnapshot
 from vasimov_plant.viewer import Viewer
@@ -75,6 +75,10 @@ PARAMS: tuple[ParamSpec, ...] = (
               min=0.0, max=50.0),
     ParamSpec("standard_topics_decimation", 1, "Publish /joint_states, /imu and ground truth every N physics "
               "steps.", min=1, max=1000),
+    ParamSpec("clock_decimation", 1, "Publish /clock every N physics steps (on the steps where step % N == 0, so "
+              "N = control_decimation is once per control period, at its tick). Every node with use_sim_time reads "
+              "each /clock message: at 1 that is three readers x 200 Hz, the graph's most numerous hop, for clocks "
+              "nothing in the graph reads finer than a control period.", min=1, max=1000),
     ParamSpec("realtime_factor", 1.0, "Real time only: simulated seconds per wall second.", min=0.01, max=100.0),
     ParamSpec("lockstep_timeout", 20.0, "Lockstep only: wall seconds to wait for a participant's answer before "
               "declaring it dead and exiting non-zero.", min=0.5, max=3600.0),
@@ -140,7 +144,8 @@ class PlantNode(Node):
         self.rejected_commands = 0
         self.rejected_sim_control = 0
 
-        self.pubs = PlantPublishers(self, self.decimation, ideal_sensors=self.core.realism is not None)
+        self.pubs = PlantPublishers(self, self.decimation, ideal_sensors=self.core.realism is not None,
+                                    clock_decimation=int(self.p["clock_decimation"]))
         self.disturb = Disturbances(self)
         self.boot_state = parse_boot(self.p["boot"])  # BootError (a ValueError): a configuration error
         self.pubs.publish_scene(scene, self.core.model)
@@ -190,6 +195,13 @@ class PlantNode(Node):
         if control_tick:
             self.pubs.publish_tick(snap, self.epoch)
         self._publish_telemetry(snap)
+        self.pubs.publish_samples([snap], self.epoch, self._truth(snap))
+
+    def _truth(self, last: StepSnapshot) -> GroundTruth | None:
+        """The ground truth of a period's last step for its PlantSamples (computed if that step had none)."""
+        if last.truth is not None or self.faulted or self.pubs.samples.get_subscription_count() == 0:
+            return last.truth
+        return self.core.truth()
 
     def await_tick(self, tick: int) -> None:
         """Lockstep: physics waits for the answer to `tick` (the stall check times from now)."""
@@ -338,11 +350,13 @@ class PlantNode(Node):
         except PhysicsError as exc:
             for snap in period:  # the steps that completed before the fault are still reported
                 self._publish_telemetry(snap)
+            self.pubs.publish_samples(period, self.epoch, None)
             self._physics_fault(exc)
             return
         self.pubs.publish_tick(period[-1], self.epoch)
         for snap in period:
             self._publish_telemetry(snap)
+        self.pubs.publish_samples(period, self.epoch, self._truth(period[-1]))
         if self.viewer is not None:
             self.viewer.sync()
         duration = self.p["duration"]
@@ -394,6 +408,7 @@ class PlantNode(Node):
         self.pubs.publish_tick(period[-1], self.epoch)
         for snap in period:
             self._publish_telemetry(snap)
+        self.pubs.publish_samples(period, self.epoch, good.truth)
 
     # -- faults of the plant itself --------------------------------------------------------------------------------
     def guarded(self, where: str, fn: Callable[..., None], *args: object) -> None:

@@ -11,18 +11,19 @@ import json
 from dataclasses import dataclass
 
 import mujoco
+import numpy as np
 from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
-from vasimov_msgs.msg import FootContacts, PlantFault, PlantState
+from vasimov_msgs.msg import FootContacts, PlantFault, PlantSamples, PlantState
 
 from vasimov import joints
 from vasimov.frames import rotate_inverse
 from vasimov.model.terrain import scene_geoms
 from vasimov.model.urdf import build_urdf
-from vasimov.ros import qos, topics
+from vasimov.ros import plant_samples, qos, topics
 from vasimov.ros.convert import quat_wxyz_to_ros, to_stamp
 from vasimov.scenes import Scene
 from vasimov_plant.physics import GroundTruth, SensorReading
@@ -48,10 +49,12 @@ def _vec(v) -> Vector3:
 class PlantPublishers:
     """The plant's publishers and reused messages (one of each: no allocation per step)."""
 
-    def __init__(self, node, decimation: int, ideal_sensors: bool = False) -> None:
+    def __init__(self, node, decimation: int, ideal_sensors: bool = False, clock_decimation: int = 1) -> None:
         self.decimation = decimation
+        self.clock_decimation = clock_decimation
         self.clock = node.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.state = node.create_publisher(PlantState, topics.PLANT_STATE, qos.STATE_STREAM)
+        self.samples = node.create_publisher(PlantSamples, topics.PLANT_SAMPLES, qos.STATE_STREAM)
         self.tick = node.create_publisher(PlantState, topics.PLANT_TICK, qos.LOOP)
         self.joints = node.create_publisher(JointState, topics.JOINT_STATES, qos.TELEMETRY)
         self.imu = node.create_publisher(Imu, topics.IMU, qos.TELEMETRY)
@@ -71,6 +74,7 @@ class PlantPublishers:
         self.boot_state = 0  # vasimov.boot_states.BootState of this life, set by the node at each boot
         self.m_clock = Clock()
         self.m_state = PlantState()
+        self.m_samples = PlantSamples()
         self.m_joints = JointState()
         self.m_joints.name = list(joints.SIM_NAMES)
         self.m_imu = Imu()
@@ -88,7 +92,7 @@ class PlantPublishers:
     def streams(self) -> list:
         """The publishers every run's first tick must reach each known reader of (the lockstep gate's check)."""
         truth = [p for p in (self.joints_truth, self.imu_truth) if p is not None]
-        return [self.state, self.tick, self.clock, self.joints, self.imu, self.odom, self.feet, *truth]
+        return [self.state, self.samples, self.tick, self.clock, self.joints, self.imu, self.odom, self.feet, *truth]
 
     def fill_state(self, snap: StepSnapshot, epoch: int) -> PlantState:
         s = snap.sensors
@@ -112,16 +116,34 @@ class PlantPublishers:
     def publish_tick(self, snap: StepSnapshot, epoch: int) -> None:
         self.tick.publish(self.fill_state(snap, epoch))
 
+    def publish_samples(self, period: list[StepSnapshot], epoch: int, truth: GroundTruth | None) -> None:
+        """A period's samples in one PlantSamples message (`vasimov.ros.plant_samples`), with ``truth``: the ground
+        truth of the period's last step. Volatile like the rest: built only while some reader is matched."""
+        if not period or not self.samples.get_subscription_count():
+            return
+        sensors = [s.sensors for s in period]
+        self.samples.publish(plant_samples.fill(
+            self.m_samples, epoch, self.boot_state, period[0].step, np.array([s.now for s in period]),
+            np.array([s.command_tick for s in period]), np.array([r.q for r in sensors]),
+            np.array([r.qd for r in sensors]), np.array([r.tau for r in sensors]),
+            np.array([r.imu_quat for r in sensors]), np.array([r.gyro for r in sensors]),
+            np.array([r.accel for r in sensors]),
+            None if truth is None else plant_samples.Truth(period[-1].now, truth.base_pos, truth.base_quat,
+                                                           truth.base_lin_vel, truth.base_ang_vel)))
+
     def publish_step(self, snap: StepSnapshot, epoch: int) -> None:
-        """/clock, the plant state and (on their steps) the standard topics of one step."""
-        m = self.fill_state(snap, epoch)
-        self.m_clock.clock = m.stamp
-        self.clock.publish(self.m_clock)
-        self.state.publish(m)
+        """/clock (on its steps), the plant state (while some reader is matched: the SDK bridge reads the period's
+        PlantSamples instead) and (on their steps) the standard topics of one step."""
+        stamp = to_stamp(snap.now, self.m_state.stamp)
+        if snap.step % self.clock_decimation == 0:
+            self.m_clock.clock = stamp
+            self.clock.publish(self.m_clock)
+        if self.state.get_subscription_count():
+            self.state.publish(self.fill_state(snap, epoch))
         if snap.truth is not None:
-            self._publish_standard(snap.sensors, snap.truth, m.stamp)
+            self._publish_standard(snap.sensors, snap.truth, stamp)
             if snap.ideal is not None and self.joints_truth is not None and self.imu_truth is not None:
-                self._publish_sensors(snap.ideal, m.stamp, self.joints_truth, self.imu_truth)
+                self._publish_sensors(snap.ideal, stamp, self.joints_truth, self.imu_truth)
 
     def _publish_sensors(self, s: SensorReading, stamp, joints_pub, imu_pub) -> None:
         if joints_pub.get_subscription_count():

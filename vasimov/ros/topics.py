@@ -9,6 +9,7 @@ FEET_TRUTH = "/vasimov/ground_truth/feet"
 JOINT_STATES_TRUTH = "/vasimov/ground_truth/joint_states"
 IMU_TRUTH = "/vasimov/ground_truth/imu"
 PLANT_STATE = "/vasimov/plant/state"  # every physics step (200 Hz)
+PLANT_SAMPLES = "/vasimov/plant/samples"  # one control period's per-step samples in one message (the SDK bridge's)
 PLANT_TICK = "/vasimov/plant/tick"  # control ticks only (50 Hz); the lockstep loop runs on it
 LOCKSTEP_READY = "/vasimov/lockstep/ready"  # std_msgs/String, latched: a participant announces ready (lockstep_gate)
 PLANT_FAULT = "/vasimov/plant/fault"
