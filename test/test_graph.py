@@ -99,7 +99,7 @@ def _lockstep_run(tmp_path, script: str, seed: int = 1, duration: float = 6.0, u
         rc = g.proc.wait(timeout=180)
         assert rc == 0, g.output()[-3000:]
         expected_ticks = round(duration / 0.02) + 1
-        wait_for(lambda: probe.count(topics.PLANT_TICK) >= expected_ticks, 10, "all ticks delivered")
+        wait_for(lambda: probe.count(topics.PLANT_TICK) >= expected_ticks, 60, "all ticks delivered")
         return (probe.all(topics.PLANT_TICK), probe.all(topics.FIRMWARE_STATE), probe.all(topics.PLANT_STATE),
                 probe.all(topics.MOTOR_COMMAND))
     finally:
