@@ -154,8 +154,9 @@ class ControllerConfig:
     # placed for while walking (recovering: all of it). At 0 the foothold follows the plan's capture point only, which
     # learns of the body through ``ref_pull`` alone: after a change to a slow mixed command the landing misses could
     # grow from step to step (see command_combined_limit). Measured (2026-12, 10 s random holds, 150 s, seeds 1-8):
-    # 0 -> 0 of 8 fell in the SDK's (0.4, 0.4, 0.8), 3 of 8 in (0.3, 0.2, 0.5); 0.5 -> 0 of 8 and 0 of 8. 300 s,
-    # seeds 9-14, (0.4, 0.4, 0.8): 0.5 -> 1 of 6 (seed 12 at 206 s). Standard suite distances unchanged (+-5 %).
+    # 0 -> 0 of 8 fell in the SDK's (0.4, 0.4, 0.8), 3 of 8 in (0.3, 0.2, 0.5); 0.5 -> 0 of 8 and 0 of 8. 300 s
+    # in (0.4, 0.4, 0.8), seeds 9-14: 0 -> 0 of 6, 0.5 -> 1 of 6 (seed 12 at 206 s): the SDK envelope, which
+    # ``command_combined_limit`` scales down more, shows no difference yet. Standard suite distances within 5 %.
     dcm_step_error_share: float = 0.5
     swing_freeze: float = 0.1  # s before touchdown after which the foothold is no longer moved
     # --- push recovery (standing). A push that moves the capture point (estimated from IMU + leg kinematics, as
