@@ -155,8 +155,9 @@ class ControllerConfig:
     # learns of the body through ``ref_pull`` alone: after a change to a slow mixed command the landing misses could
     # grow from step to step (see command_combined_limit). Measured (2026-12, 10 s random holds, 150 s, seeds 1-8):
     # 0 -> 0 of 8 fell in the SDK's (0.4, 0.4, 0.8), 3 of 8 in (0.3, 0.2, 0.5); 0.5 -> 0 of 8 and 0 of 8. 300 s
-    # in (0.4, 0.4, 0.8), seeds 9-14: 0 -> 0 of 6, 0.5 -> 1 of 6 (seed 12 at 206 s): the SDK envelope, which
-    # ``command_combined_limit`` scales down more, shows no difference yet. Standard suite distances within 5 %.
+    # in (0.4, 0.4, 0.8), seeds 9-16: 0 -> 1 of 8 (seed 15 at 278 s), 0.5 -> 1 of 8 (seed 12 at 206 s): in the
+    # SDK envelope, which ``command_combined_limit`` scales down more, no difference shows yet. Standard suite
+    # distances within 5 %.
     dcm_step_error_share: float = 0.5
     swing_freeze: float = 0.1  # s before touchdown after which the foothold is no longer moved
     # --- push recovery (standing). A push that moves the capture point (estimated from IMU + leg kinematics, as
