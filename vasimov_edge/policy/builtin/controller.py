@@ -18,7 +18,10 @@ and the centre of pressure inside it.**
   this way without a step. While walking, a fifth of each foothold comes from the capture-point rule
   (``dcm_step_gain``): a body that lags gets a shorter step instead of a CoP behind the heel. Sideways the share is
   larger (``dcm_step_gain_lateral``): a body drifting toward the swing side otherwise sets the swing foot down early,
-  unloads the stance sole and spins it -- how the random command sequences used to fall.
+  unloads the stance sole and spins it -- how the random command sequences used to fall. The capture point the
+  foothold is placed for is the plan's plus half the measured one's lead over it (``dcm_step_error_share``): the
+  plan alone learns of a body drifting off it only through ``ref_pull``, and after a command change the landing
+  misses could grow from step to step.
 * **Push recovery** (``push_recovery``): standing, a capture point (IMU + leg kinematics) beyond the soles' toe or
   heel line starts stepping at zero command -- a short weight shift, a higher swing, half of each foothold from the
   measured capture point -- until a touchdown leaves it near the stand point. It lifts the survivable 0.15 s front

@@ -236,6 +236,8 @@ class Gait:
         xi = ref[0] + ref[1] / self.omega
         if self.recovery.recovering:
             xi = xi + err  # the measured capture point: after a push the plan lags the body by far more than usual
+        elif cfg.dcm_step_error_share > 0.0:
+            xi = xi + cfg.dcm_step_error_share * err
         gain = self.recovery.step_gain()
         if gain is None:
             gain = np.array([cfg.dcm_step_gain, cfg.dcm_step_gain_lateral])
