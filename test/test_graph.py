@@ -116,7 +116,13 @@ def test_lockstep_is_bit_identical_across_runs_and_exits_zero(tmp_path):
     assert qa.shape == qb.shape
     assert np.array_equal(qa, qb), f"max difference {np.abs(qa - qb).max()}"
     assert np.array_equal(np.array([m.velocity for m in a]), np.array([m.velocity for m in b]))
-    assert [m.mode_name for m in fw_a] == [m.mode_name for m in fw_b]
+    # firmware states compared tick by tick: the first few may go out before the edge's writer has matched the
+    # probe's reader (DDS matches each side on its own; the probe can only see its reader's side), so either run
+    # may lack some of the first ticks' states (seen in CI: 3 of them)
+    modes_a, modes_b = ({m.tick: m.mode_name for m in fw} for fw in (fw_a, fw_b))
+    common = sorted(modes_a.keys() & modes_b.keys())
+    assert len(common) >= 290 and common[-1] == 300, (len(common), common[:3], common[-1:])
+    assert [modes_a[k] for k in common] == [modes_b[k] for k in common]
     assert_run_is_the_reference_loop(script, a, fw_a)
 
 
@@ -155,15 +161,17 @@ def _reference_positions(script: str, ticks: int) -> np.ndarray:
 def test_lockstep_command_latency_is_one_defined_tick(tmp_path):
     """A command due at firmware time t is decided at control tick k = ceil(t / 0.02); the motor command answering
     tick k drives physics steps 4k+1 .. 4k+4 (the torque reported with step 4k+1 is computed from it and the
-    state published at step 4k). `stand` at t = 0.1 s is tick 5, so physics feels it from step 21."""
+    state published at step 4k). `stand` at t = 1.0 s is tick 50, so physics feels it from step 201. (Checked 1 s
+    in, not at the first ticks: those may go out before the edge's and the plant's writers have matched the probe's
+    readers -- DDS matches each side on its own and the probe sees only its own side.)"""
     script = tmp_path / "s.yaml"
-    script.write_text("- {t: 0.1, cmd: stand}\n")
-    _, fws, states, cmds = _lockstep_run(tmp_path, str(script), duration=0.4)
-    assert next(m.tick for m in fws if m.mode_name == "STAND") == 5
+    script.write_text("- {t: 1.0, cmd: stand}\n")
+    _, fws, states, cmds = _lockstep_run(tmp_path, str(script), duration=1.3)
+    assert next(m.tick for m in fws if m.mode_name == "STAND") == 50
     by_step = {m.step: m for m in states}
     by_tick = {m.tick: m for m in cmds}
-    assert np.all(np.asarray(by_tick[4].kp) == 0.0) and np.all(np.asarray(by_tick[5].kp) > 0.0)
-    for tick in (3, 4, 5, 6):
+    assert np.all(np.asarray(by_tick[49].kp) == 0.0) and np.all(np.asarray(by_tick[50].kp) > 0.0)
+    for tick in (48, 49, 50, 51):
         cmd = by_tick[tick]
         for step in range(4 * tick + 1, 4 * tick + 5):
             prev = by_step[step - 1]
