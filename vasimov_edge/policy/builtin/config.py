@@ -112,8 +112,9 @@ class ControllerConfig:
     # whose landing misses then grow step by step (2 -> 8 cm, along or across) until the capture point leaves the
     # soles or the swing foot touches down early and the unloaded stance sole spins; from a fresh start the same
     # command settles within 4 steps. 0.3: 2 of 6 (other seeds) and 0 of 6: fewer, not none. (Not learning
-    # landing misses until 1 step after a change, each clipped to 3 cm, instead: 2 of 2 and 0 of 2, no better.) The soak's
-    # own sequence (bench/soak.py, seed 0: 180 holds in the SDK envelope) fell at 125 s with 0.4, at 641 s with 0.3.
+    # landing misses until 1 step after a change, each clipped to 3 cm, instead: 2 of 2 and 0 of 2, no better.)
+    # The soak's own sequence (bench/soak.py, seed 0: 180 holds in the SDK envelope) fell at 125 s with 0.4, at
+    # 641 s with 0.3.
     command_combined_limit: float = 0.3
     # per step: integral gain of a stride-length correction from leg odometry (the body's measured advance per step
     # against the commanded one): the capture-point blend and landing misses otherwise walk ~10 % short. The
