@@ -264,8 +264,11 @@ def _check_invariants(result: object) -> None:
         assert all(math.isfinite(v) for v in (result.vx, result.vy, result.vyaw))
     if isinstance(result, TrajectoryCommand):
         assert len(result.positions) == NUM_JOINTS
-        for values in (result.positions, result.kp or (), result.kd or ()):
-            assert all(math.isfinite(v) for v in values)
+        assert all(math.isfinite(v) for v in result.positions)
+        # gains are numbers but may be non-finite or short: by design (command_rules.validate, the Menlo API page)
+        # they never drop a setpoint; the firmware replaces gains it cannot use with its own table
+        for values in (result.kp or (), result.kd or ()):
+            assert all(isinstance(v, float) for v in values)
 
 
 @given(st.binary(max_size=3000))
