@@ -369,6 +369,15 @@ class PlantNode(Node):
         if self.lockstep:
             self.await_tick(self.core.step_count // self.decimation)
 
+    def drive(self, executor: Any, stop: threading.Event, flush_timeout: float) -> int:
+        """Run the lockstep or real-time driver on ``executor`` until the run ends or ``stop``; the exit code. One
+        place for this process's main loop and the composed process's (vasimov_tools.compose)."""
+        driver = self.lockstep_driver if self.lockstep else self.realtime
+        self.guarded("executor thread", driver.run, executor, stop)
+        if self.exit_code is not None:
+            self.flush_publishers(timeout=flush_timeout)
+        return self.exit_code or 0
+
     def flush_publishers(self, timeout: float) -> None:
         """Before a run ends on its own: wait (bounded) until every reliable reader acknowledged what the plant
         published, so a recorder or client that is a little behind still gets the last steps of the run (a writer
@@ -444,11 +453,7 @@ def main(args: list[str] | None = None) -> int:
                 return 2
             executor = SingleThreadedExecutor()
             executor.add_node(node)
-            driver = node.lockstep_driver if node.lockstep else node.realtime
-            node.guarded("executor thread", driver.run, executor, stop)
-            code = node.exit_code or 0
-            if node.exit_code is not None:
-                node.flush_publishers(timeout=5.0)
+            code = node.drive(executor, stop, flush_timeout=5.0)
         except ExternalShutdownException:
             code = 0
         finally:

@@ -246,11 +246,7 @@ def _spin(nodes: list[_Composed], stop: threading.Event) -> int:
     code = 0
     observers.start()
     try:
-        driver = plant.lockstep_driver if plant.lockstep else plant.realtime
-        plant.guarded("executor thread", driver.run, control, stop)
-        code = plant.exit_code or 0
-        if plant.exit_code is not None:
-            plant.flush_publishers(timeout=3.0)
+        code = plant.drive(control, stop, flush_timeout=3.0)
     except ExternalShutdownException:
         code = 0
     except NodeFailure as exc:
