@@ -211,6 +211,7 @@ def test_teleop_stand_moves_the_robot_and_other_publishes_are_refused(bridge, cl
         return dec.decode(client.channel(topics.FIRMWARE_STATE), msgs[-1][1]) if msgs else None
 
     wait_for(lambda: firmware() is not None and firmware().mode_name == "DAMP", 15, "firmware in DAMP")
+    wait_for(lambda: client.received(js_sub), 10, "joint states")  # another topic: its first message may come later
     q_before = _decoded(client, dec, topics.JOINT_STATES, js_sub)[-1][1].position.copy()
     mode = client.advertise(topics.TELEOP_MODE, "json", "std_msgs/msg/String")
     wait_for(lambda: "may publish /vasimov/teleop/mode" in bridge.graph.output(), 5, "advertisement accepted")

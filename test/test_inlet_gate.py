@@ -82,14 +82,33 @@ def test_driving_tick():
 
 def test_pairing_sends_fresh_frames_with_the_firmware_state_that_drove_them():
     p: StatePairing[int, str] = StatePairing(4, max_lag_ticks=5)
-    assert p.plant(0, 0)[0].firmware is None  # boot: no firmware part yet
-    assert p.plant(1, 1)[0].firmware is None  # the firmware still booting: streams without it
-    p.firmware(0, "fw0")
+    assert p.plant(0, 0) == [] and p.plant(1, 1) == []  # a new life: held for the epoch's first firmware state
+    out = p.firmware(0, "fw0")  # ... and released with it (a standing boot is STAND from its first frame)
+    assert [(o.step, o.firmware, o.verdict) for o in out] == [(0, "fw0", FRESH), (1, "fw0", FRESH)]
     p.firmware(1, "fw1")
     out = p.plant(5, 5)  # driven by tick 1
     assert [(o.step, o.firmware, o.verdict) for o in out] == [(5, "fw1", FRESH)]
     p.firmware(2, "fw2")
     assert p.plant(4, 4)[0].firmware == "fw0"  # a late sample still gets its own tick's firmware state
+
+
+def test_a_firmware_still_booting_streams_without_a_firmware_part_after_the_grace():
+    p: StatePairing[int, str] = StatePairing(4, max_lag_ticks=5)
+    out = []
+    for step in range(0, 40):  # no firmware state for 10 ticks, none of them answered: the edge is still starting
+        out += p.plant(step, step, command_tick=-1)
+    assert [o.step for o in out] == list(range(0, 40)) and {o.firmware for o in out} == {None}
+    assert {o.verdict for o in out} == {FRESH} and p.held == 0 and p.stale_frames == 0
+    p.firmware(10, "fw10")
+    assert p.plant(44, 44)[0].firmware == "fw10"
+
+
+def test_answered_samples_before_the_first_firmware_state_wait_for_it_bounded():
+    p: StatePairing[int, str] = StatePairing(4, max_lag_ticks=5, max_held=64)
+    for step in range(0, 41):  # ticks 0..9 answered, their firmware states not here yet
+        assert p.plant(step, step, command_tick=driving_tick(step, 4)) == []
+    out = p.firmware(0, "fw0") + p.firmware(9, "fw9")
+    assert [o.step for o in out] == list(range(0, 41)) and out[0].firmware == "fw0" and out[-1].firmware == "fw9"
 
 
 def test_pairing_holds_a_sample_until_its_firmware_part_arrives():

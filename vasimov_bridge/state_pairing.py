@@ -13,8 +13,13 @@ its firmware part in simulated ticks:
   travel on different topics, so the firmware state of tick ``r`` may simply be a little behind on the wire;
 * behind by more (the plant stepped on without answers: the edge is stalled or gone): **stale**, the held samples
   and this one leave as firmware-fault frames (DAMP, a critical alert), what the robot's own watchdog reports when a
-  firmware thread stops responding. Until the first firmware state of an epoch arrives (the firmware still
-  booting) samples go out without a firmware part, as before: the robot streams DAMP from boot.
+  firmware thread stops responding.
+* before the epoch's first firmware state: **held** for up to ``max_lag_ticks`` ticks (or while the plant says the
+  edge answered them), then released with it, so a life that boots straight into STAND (``boot: standing``) is
+  STAND from its first frame; the two topics race after a restart, and pairing the new life's first samples with
+  nothing read as DAMP for a few frames to a client that connected right after the restart. If no firmware state
+  comes within that bound (the edge still starting), samples go out without a firmware part: the robot streams DAMP
+  from boot.
 
 The plant says which tick's answer drove each sample (``command_tick``). A sample driven by the answer to its own
 tick proves the edge decided that tick: its firmware part is only late on the wire (the bridge's executor behind on
@@ -95,8 +100,10 @@ class StatePairing[P, F]:
         ``command_tick``: the tick whose answer the plant applied for this step (None: unknown; -1: none)."""
         need = driving_tick(step, self.decimation)
         newest = self.newest_tick
-        if need < 0 or newest is None or (need <= newest and not self._held):
-            return [self._fresh(step, sample)]  # boot (no firmware part yet in this epoch) or fresh
+        if newest is None:
+            return self._before_firmware(step, sample, need, command_tick)
+        if need <= newest and not self._held:
+            return [self._fresh(step, sample)]
         if command_tick is not None and command_tick >= need:  # the edge decided this tick: its state is in the mail
             if len(self._held) < self.max_held:
                 self._held.append((step, sample))
@@ -115,6 +122,18 @@ class StatePairing[P, F]:
         self._held.append((step, sample))
         self.held_frames += 1
         return []
+
+    def _before_firmware(self, step: int, sample: P, need: int, command_tick: int | None) -> list[Paired[P, F]]:
+        """No firmware state of this epoch yet: hold within the boot grace, else send without a firmware part."""
+        answered = command_tick is not None and command_tick >= need >= 0
+        if len(self._held) < self.max_held and (need <= self.max_lag_ticks or answered):
+            self._held.append((step, sample))
+            self.held_frames += 1
+            return []
+        out = [self._fresh(s, p) for s, p in self._held]  # the firmware still booting: DAMP from boot
+        self._held.clear()
+        out.append(self._fresh(step, sample))
+        return out
 
     def _fresh(self, step: int, sample: P) -> Paired[P, F]:
         need = driving_tick(step, self.decimation)
