@@ -47,6 +47,7 @@ FOXGLOVE_PORT = re.compile(r"foxglove server on ([0-9.]+):(\d+)")
 REALTIME_STATS = re.compile(r"plant: realtime stats: (\{.*\})")
 MEMORY_LIMIT_PCT = 5.0
 MEMORY_MIN_RUN_S = 600.0  # the memory criterion applies from this run length on
+RSS_SERIES_PERIOD_S = 60.0  # the report's memory series: one sample a minute
 WARMUP_S = 20.0  # memory baseline this long after the walk starts (imports, caches and first allocations done)
 
 
@@ -252,12 +253,17 @@ def run_soak(duration: float, seed: int, out: Path, command_period: float) -> di
         rss_start = node_rss(proc.pid)
         end = walk_start + duration
         rss_max = dict(rss_start)
+        series: list[tuple[float, dict[str, int]]] = [(time.monotonic() - walk_start, rss_start)]
         while time.monotonic() < end and proc.poll() is None and walker.is_alive():
             time.sleep(min(5.0, max(0.0, end - time.monotonic())))
             frames.update(int(http("/api/sim/counters")["state_frames_sent"]))
-            for k, v in node_rss(proc.pid).items():
+            now_rss = node_rss(proc.pid)
+            for k, v in now_rss.items():
                 rss_max[k] = max(rss_max.get(k, 0), v)
+            if time.monotonic() - walk_start - series[-1][0] >= RSS_SERIES_PERIOD_S:
+                series.append((time.monotonic() - walk_start, now_rss))
         rss_end = node_rss(proc.pid)
+        series.append((time.monotonic() - walk_start, rss_end))
         counters = http("/api/sim/counters")
         frames.update(int(counters["state_frames_sent"]))
         walk_s = time.monotonic() - walk_start
@@ -270,6 +276,15 @@ def run_soak(duration: float, seed: int, out: Path, command_period: float) -> di
                    "max_mb": round(rss_max.get(name, 0) / 2**20, 1),
                    "growth_pct": round(100.0 * (rss_end.get(name, 0) - rss_start[name]) / rss_start[name], 2)}
             for name in sorted(rss_start)}
+        # the shape of the growth (a plateau is a warm-up that took longer; a line is a leak): RSS every minute and
+        # the growth over the second half of the walk
+        half = min(series, key=lambda ts: abs(ts[0] - walk_s / 2))[1]
+        for name, m in report["memory"].items():
+            if half.get(name):
+                m["second_half_growth_pct"] = round(100.0 * (rss_end.get(name, 0) - half[name]) / half[name], 2)
+        report["memory_series"] = {"t_s": [round(t, 1) for t, _ in series],
+                                   **{name: [round(r.get(name, 0) / 2**20, 2) for _, r in series]
+                                      for name in sorted(rss_start)}}
     finally:
         if walker is not None:
             walker.stop.set()
@@ -342,7 +357,8 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"  observers: {(report.get('graph_status') or {}).get('observer_exits')} exits")
     print("  memory (RSS MB after warm-up -> end, growth):")
     for name, m in (report.get("memory") or {}).items():
-        print(f"    {name:16s} {m['start_mb']:8.1f} -> {m['end_mb']:8.1f} ({m['growth_pct']:+.2f} %), max "
+        half = f", second half {m['second_half_growth_pct']:+.2f} %" if "second_half_growth_pct" in m else ""
+        print(f"    {name:16s} {m['start_mb']:8.1f} -> {m['end_mb']:8.1f} ({m['growth_pct']:+.2f} %{half}), max "
               f"{m['max_mb']:.1f}")
     for what, ok, detail in verdicts(report):
         print(f"  [{'ok' if ok else 'FAIL'}] {what}" + ("" if ok else f": {detail}"))

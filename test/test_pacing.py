@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from vasimov_plant.pacing import Pacer
+from vasimov_plant.pacing import PERCENTILE_REL_ERROR, LatenessHistogram, Pacer
 
 P = 0.02  # control period, wall = sim (real-time factor 1)
 
@@ -107,3 +108,19 @@ def test_the_run_totals_start_when_the_loop_closes():
     _run(p, [0.002] * 10, t)
     s = p.summary(t + 10 * P)
     assert s.ticks == 10 and s.unanswered == 0 and s.late_ticks == 0
+
+
+def test_lateness_percentiles_are_within_one_percent_in_constant_memory():
+    rng = np.random.default_rng(3)
+    samples = np.concatenate([np.zeros(3000), rng.exponential(0.002, 20000), [0.3]])
+    h = LatenessHistogram()
+    for x in samples:
+        h.add(float(x))
+    for q in (10, 50, 90, 99, 99.9):
+        true = float(np.percentile(samples, q, method="inverted_cdf"))
+        assert true <= h.percentile(q) <= true * (1 + PERCENTILE_REL_ERROR) + 1e-12, q
+    assert h.max_s == 0.3 and h.percentile(100) == 0.3 and h.percentile(5) == 0.0
+    size = h.counts.nbytes
+    for _ in range(10000):
+        h.add(0.001)
+    assert h.counts.nbytes == size  # a longer run costs no memory
