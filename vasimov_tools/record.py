@@ -47,6 +47,7 @@ from rclpy.signals import SignalHandlerOptions
 from vasimov_msgs.msg import Provenance
 
 from vasimov.cpu_priority import renice_all_threads
+from vasimov.large_buffers import unmap_large_buffers
 from vasimov.realism import RealismError, parse_realism
 from vasimov.realism import describe as realism_describe
 from vasimov.ros import qos, topics
@@ -195,6 +196,7 @@ class RecorderNode(Node):
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
         super().__init__("recorder", **node_options)
         self.p = declare(self, PARAMS)
+        unmap_large_buffers()  # MCAP chunks are ~1 MiB buffers made and freed once a second: no heap creep
         renice_all_threads(int(self.p["cpu_nice"]))  # DDS receive threads included
         if not self.p["output"]:
             raise ValueError("output is empty: give the bag directory to create (vasimov record DIR)")
