@@ -244,10 +244,11 @@ class TwinSampler(threading.Thread):
             try:
                 truth = http_json(f"{SIM_API}/truth")
                 fw = http_json(f"{SIM_API}/firmware")
-                self.rows.append({"epoch": truth["epoch"], "t": truth["sim_time"], "x": truth["base_pos"][0],
-                                  "y": truth["base_pos"][1], "z": truth["base_pos"][2], "yaw": truth["base_yaw"],
-                                  "mode": fw["mode"], "flags": fw["error_flags"],
-                                  "velocity_command": fw["velocity_command"]})
+                if fw["epoch"] == truth["epoch"]:  # else a restart came between the two reads: parts of two lives
+                    self.rows.append({"epoch": truth["epoch"], "t": truth["sim_time"], "x": truth["base_pos"][0],
+                                      "y": truth["base_pos"][1], "z": truth["base_pos"][2], "yaw": truth["base_yaw"],
+                                      "mode": fw["mode"], "flags": fw["error_flags"],
+                                      "velocity_command": fw["velocity_command"]})
             except OSError:
                 pass
             self.halt.wait(self.period)

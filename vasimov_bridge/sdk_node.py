@@ -423,7 +423,7 @@ class SdkBridgeNode(Node):
         fw = self.fw
         if fw is None:
             raise HttpError(503, "no firmware state yet")
-        return {"mode": fw.mode_name, "plant_fault": self._fault_json(),
+        return {"epoch": int(fw.epoch), "tick": int(fw.tick), "mode": fw.mode_name, "plant_fault": self._fault_json(),
                 "firmware_stale": self.stale_since_us is not None, "move_submode": fw.move_submode, "armed": fw.armed,
                 "error_flags": fw.error_flags, "control_source": fw.control_source,
                 "policy_active": fw.policy_active, "gantry_engaged": fw.gantry_engaged,
