@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import os
 import signal
 import socket
@@ -222,6 +223,22 @@ def sim_truth_or_none() -> Any:
         return http_json(f"{SIM_API}/truth")
     except OSError:
         return None
+
+
+def truth_at_rest(timeout: float = 5.0) -> Any:
+    """Ground truth once the base has stopped (< 0.05 m/s horizontally): a CLI returns right after its stop
+    command, and a distance is measured once the robot has come to rest."""
+    wait_for(lambda: math.hypot(*http_json(f"{SIM_API}/truth")["base_lin_vel"][:2]) < 0.05, timeout,
+             "the robot to stop")
+    return http_json(f"{SIM_API}/truth")
+
+
+def walked_in_heading(start: Any, end: Any) -> tuple[float, float]:
+    """(forward, lateral) metres from truth ``start`` to ``end``, along and across the heading at the start."""
+    heading = start["base_yaw"]
+    dx = end["base_pos"][0] - start["base_pos"][0]
+    dy = end["base_pos"][1] - start["base_pos"][1]
+    return dx * math.cos(heading) + dy * math.sin(heading), -dx * math.sin(heading) + dy * math.cos(heading)
 
 
 def sim_firmware() -> Any:

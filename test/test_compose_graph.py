@@ -6,13 +6,12 @@ serve the real menlo CLI, and leave nothing behind: no process, no shared-memory
 from __future__ import annotations
 
 import json
-import math
 import signal
 import tempfile
 from pathlib import Path
 
 import pytest
-from harness import Graph, child_pids, http_json, pid_alive, run_menlo, wait_for
+from harness import Graph, child_pids, http_json, pid_alive, run_menlo, truth_at_rest, wait_for, walked_in_heading
 from test_graph import _lockstep_run, _script, assert_run_is_the_reference_loop
 
 from vasimov.ros.shm import mapped_segments
@@ -45,12 +44,8 @@ def test_menlo_stands_balances_and_walks_a_composed_twin_that_then_stops_cleanly
             start = http_json(f"{API}/api/sim/truth")
             r = run_menlo("walk", "-y", "--vx", "0.3", "--duration", "2", home=home)
             assert r.returncode == 0, r.stdout + r.stderr
-            wait_for(lambda: math.hypot(*http_json(f"{API}/api/sim/truth")["base_lin_vel"][:2]) < 0.05, 5,
-                     "the robot to stop")
-            end = http_json(f"{API}/api/sim/truth")
-            heading = start["base_yaw"]
-            forward = ((end["base_pos"][0] - start["base_pos"][0]) * math.cos(heading)
-                       + (end["base_pos"][1] - start["base_pos"][1]) * math.sin(heading))
+            end = truth_at_rest()
+            forward, _ = walked_in_heading(start, end)
             print(f"composed menlo walk: forward {forward:.3f} m")
             # 2 s at 0.3 m/s of wall time; simulated time may run slower on a loaded machine (README, Time modes)
             assert forward >= 0.15

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 
 import pytest
-from harness import Graph, http_json, run_menlo, wait_for
+from harness import Graph, http_json, run_menlo, truth_at_rest, wait_for, walked_in_heading
 
 pytestmark = pytest.mark.graph
 API = "http://127.0.0.1:3000"
@@ -28,17 +27,8 @@ def test_menlo_walk_moves_the_robot_forward_and_leaves_it_balancing():
             r = run_menlo("walk", "-y", "--vx", "0.3", "--duration", "3", home=home)
             assert r.returncode == 0, r.stdout + r.stderr
             assert "Walk done" in r.stdout
-            # the CLI returns right after its stop command; measure once the robot has come to rest
-            wait_for(lambda: math.hypot(*http_json(f"{API}/api/sim/truth")["base_lin_vel"][:2]) < 0.05, 5,
-                     "the robot to stop")
-            end = http_json(f"{API}/api/sim/truth")
-
-
-            heading = start["base_yaw"]
-            dx = end["base_pos"][0] - start["base_pos"][0]
-            dy = end["base_pos"][1] - start["base_pos"][1]
-            forward = dx * math.cos(heading) + dy * math.sin(heading)
-            lateral = -dx * math.sin(heading) + dy * math.cos(heading)
+            end = truth_at_rest()
+            forward, lateral = walked_in_heading(start, end)
             print(f"menlo walk: forward {forward:.3f} m, lateral {lateral:.3f} m")
             assert forward >= 0.6
             assert end["base_pos"][2] > 0.45

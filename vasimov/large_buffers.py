@@ -7,6 +7,8 @@ where freed space is kept and fragments: the process's RSS creeps up in steps fo
 a long run reads as a leak. Setting the threshold explicitly turns the dynamic adjustment off: buffers at or above
 it are always mmapped and unmapped on free, so RSS follows what is really in use.
 
+The setting is process-wide: in a composed process (``vasimov up --compose --record``) it holds for every node
+there; the control path's per-tick messages are a few KB, far below the threshold.
 Linux/glibc only; elsewhere (musl, macOS) this is a no-op that says so.
 """
 

@@ -34,6 +34,7 @@ Pure: ticks in, decisions out; the node turns decisions into frames. Unit-tested
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 FRESH = "fresh"
@@ -109,16 +110,11 @@ class StatePairing[P, F]:
                 self._held.append((step, sample))
                 self.held_frames += 1
                 return []
-            out = [self._fresh(s, p) for s, p in self._held]
-            self._held.clear()
-            out.append(self._fresh(step, sample))
+            out = self._release_all(step, sample, self._fresh)
             self.late_frames += len(out)
             return out
         if need - newest > self.max_lag_ticks or len(self._held) >= self.max_held:
-            out = [self._stale(s, p) for s, p in self._held]
-            self._held.clear()
-            out.append(self._stale(step, sample))
-            return out
+            return self._release_all(step, sample, self._stale)
         self._held.append((step, sample))
         self.held_frames += 1
         return []
@@ -130,9 +126,13 @@ class StatePairing[P, F]:
             self._held.append((step, sample))
             self.held_frames += 1
             return []
-        out = [self._fresh(s, p) for s, p in self._held]  # the firmware still booting: DAMP from boot
+        return self._release_all(step, sample, self._fresh)  # the firmware still booting: DAMP from boot
+
+    def _release_all(self, step: int, sample: P, judge: Callable[[int, P], Paired[P, F]]) -> list[Paired[P, F]]:
+        """The held samples and this one, in step order, each judged by ``judge`` (``_fresh`` or ``_stale``)."""
+        out = [judge(s, p) for s, p in self._held]
         self._held.clear()
-        out.append(self._fresh(step, sample))
+        out.append(judge(step, sample))
         return out
 
     def _fresh(self, step: int, sample: P) -> Paired[P, F]:

@@ -37,8 +37,10 @@ class LatenessHistogram:
     """
 
     LOW_S = 1e-6
+    HIGH_S = 100.0
     RATIO = 1.01
-    BINS = math.ceil(math.log(1e8) / math.log(1.01)) + 2  # [0] on time, [1] <= LOW_S, ..., [-1] beyond 100 s
+    _LOG_RATIO = math.log(RATIO)
+    BINS = math.ceil(math.log(HIGH_S / LOW_S) / _LOG_RATIO) + 2  # [0] on time, [1] <= LOW_S, ..., [-1] > HIGH_S
 
     def __init__(self) -> None:
         self.counts = np.zeros(self.BINS, dtype=np.int64)
@@ -52,7 +54,7 @@ class LatenessHistogram:
         if lateness_s <= 0.0:
             self.counts[0] += 1
             return
-        i = 1 + max(0, math.ceil(math.log(lateness_s / self.LOW_S) / math.log(self.RATIO)))
+        i = 1 + max(0, math.ceil(math.log(lateness_s / self.LOW_S) / self._LOG_RATIO))
         self.counts[min(i, self.BINS - 1)] += 1
 
     def percentile(self, q: float) -> float:
