@@ -17,6 +17,8 @@ Scores (all along/relative to the pose at the moment the scenario starts):
   (the firmware's own fall latch, at a 60 deg tilt, comes later and is what the SDK sees);
 * ``along`` / ``lateral``: pelvis displacement along / across the start heading; ``drift``: horizontal norm;
 * ``heading``: signed heading change (unwrapped);
+* ``sole_spin_max`` / ``sole_spin_p95``: how far (rad) a loaded stance sole turned in yaw over one single support
+  (:mod:`vasimov_tools.sole_grip`): the first sign of the spins that end in a fall, visible in every minute of walking;
 * compute time of the backend's ``step``, p50/p99, both wall-clock and the calling thread's CPU time. The
   compute criterion is judged on CPU time: on a shared machine the wall-clock tail measures preemption by other
   processes (tens of ms), not the controller; both are reported.
@@ -49,6 +51,7 @@ from vasimov.scenes import Scene, SceneError, custom_friction, parse_scene
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
 from vasimov_tools.closed_loop import ClosedLoop
+from vasimov_tools.sole_grip import SoleSpinMeter
 
 SETTLE_TIME = 1.0  # s of balancing (zero command) after the backend takes over, before the scenario's clock starts
 KEEPALIVE_TICKS = 5  # the SDK re-sends a held velocity every 0.1 s (menlo.asimov KEEPALIVE_HZ = 10)
@@ -145,6 +148,10 @@ class Result:
     wall_seconds: float
     tracking_error: float = 0.0  # m/s: RMS over 1 s blocks of |mean measured - mean commanded| planar velocity
     yaw_tracking_error: float = 0.0  # rad/s: the same for the yaw rate
+    # rad a loaded stance sole turned over one single support, largest and 95th percentile (vasimov_tools.sole_grip;
+    # None: not measured, or no single support)
+    sole_spin_max: float | None = None
+    sole_spin_p95: float | None = None
 
 
 def random_commands(seed: int, n: int = 20, duration: float = 60.0) -> tuple[Command, ...]:
@@ -314,6 +321,7 @@ def run_scenario(
     fell_at: float | None = None
     min_h, max_gz = math.inf, -math.inf
     n_ticks = round(scenario.duration / CONTROL_DT)
+    grip = SoleSpinMeter(plant)
     for k in range(n_ticks):
         t = k * CONTROL_DT
         while next_push < len(pushes) and pushes[next_push].t <= t + 1e-9:
@@ -329,6 +337,7 @@ def run_scenario(
         if mode is None:
             keepalive.send(*cmd)
         rec = loop.step_tick()
+        grip.update()
         compute.append(rec.policy_seconds)
         cpu.append(rec.policy_cpu_seconds)
         tr = plant.truth()
@@ -384,6 +393,7 @@ def run_scenario(
         tracking_error=_rms_block_error(measured, commanded, slice(0, 2)),
         yaw_tracking_error=_rms_block_error(measured, commanded, slice(2, 3)),
     )
+    res.sole_spin_max, res.sole_spin_p95 = grip.summary()
     res.failures = check(scenario.criteria, res)
     res.passed = not res.failures
     return res
@@ -419,13 +429,14 @@ def check(c: Criteria, r: Result) -> list[str]:
 def format_table(results: Sequence[Result]) -> str:
     w = max([22, *(len(r.name) for r in results)])
     head = (f"{'scenario':<{w}} {'ok':<4} {'fell':>6} {'along':>7} {'lat':>7} {'drift':>6} {'head':>6} "
-            f"{'minz':>5} {'cpu50':>6} {'cpu99':>6} {'wall99':>7}  notes")
+            f"{'minz':>5} {'spin':>5} {'cpu50':>6} {'cpu99':>6} {'wall99':>7}  notes")
     lines = [head, "-" * len(head)]
     for r in results:
         fell = f"{r.fell_at:.2f}" if r.fell_at is not None else "-"
+        spin = f"{r.sole_spin_max:.3f}" if r.sole_spin_max is not None else "-"
         lines.append(
             f"{r.name:<{w}} {'yes' if r.passed else 'NO':<4} {fell:>6} {r.along:7.2f} {r.lateral:7.2f} {r.drift:6.2f} "
-            f"{r.heading:6.2f} {r.min_pelvis_height:5.2f} {r.cpu_p50_ms:6.2f} {r.cpu_p99_ms:6.2f} "
+            f"{r.heading:6.2f} {r.min_pelvis_height:5.2f} {spin:>5} {r.cpu_p50_ms:6.2f} {r.cpu_p99_ms:6.2f} "
             f"{r.compute_p99_ms:7.2f}  "
             f"{'; '.join(r.failures)}"
         )

@@ -35,9 +35,18 @@ class ControllerConfig:
     hip_hike: float = 0.0
     torso_pitch: float = 0.0  # rad; desired pelvis pitch (forward lean positive)
     com_x_offset: float = 0.015  # m; standing COM ahead of the sole centre (the stand pose rests 3.5 cm ahead)
-    # m the walking ZMP sits ahead of the sole centre. Measured: at 0 the robot leans back and loads its heels within
-    # a few steps; 0.02-0.04 all walk, 0.03 is the middle.
-    zmp_x_offset: float = 0.03
+    # m the walking ZMP sits ahead of the sole centre. At 0 the robot leans back and loads its heels within a few
+    # steps; 0.02-0.04 all walk the straight scenarios. But pressure near the toes costs yaw grip: the sole's four
+    # contact points hold ~17 N*m of yaw when all are loaded and ~5 N*m on the two toe points, and over long random
+    # sequences the falls (about one per 80 min at 0.03) each followed one or two steps whose stance sole spun
+    # 0.07-0.19 rad. Measured 2026-12-02 (4 random sequences of 150 s, 1,469 steps; spin = the stance sole's
+    # measured yaw change over its single support): 0.04 -> 67 steps spun > 0.04 rad, one fell; 0.03 -> 30, p95
+    # 0.033 rad; 0.02 -> 4; 0.015 -> 1, p95 0.0015 rad; 0.01 -> 0, but turning 0.5 rad/s then falls short of its
+    # heading (3.72 of 4 rad). Walking fast forward needs the pressure further ahead: ``zmp_x_offset_fast``.
+    zmp_x_offset: float = 0.015
+    # m; the same at the forward command limit, blended in over the last 0.1 m/s below it (measured: 0.015 all the
+    # way walks forward 0.3 m/s 2.41 m in 10 s, 0.03 walks 2.53 m; 2.4 needed)
+    zmp_x_offset_fast: float = 0.03
     # m; the same when walking backward (measured: +0.03 or +0.01 puts the pressure on the toes and backward walking
     # falls within 4 s; 0 and -0.02 both walk). Blended in as the commanded vx goes from 0 to -0.1 m/s.
     zmp_x_offset_backward: float = -0.01

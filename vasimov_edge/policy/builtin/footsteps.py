@@ -27,6 +27,7 @@ Vec = NDArray[np.float64]
 OTHER = {"left": "right", "right": "left"}
 SIGN = {"left": 1.0, "right": -1.0}  # lateral side of each foot in the robot frame
 BACKWARD_BLEND_SPEED = 0.1  # m/s of backward command over which the ZMP offset moves to its backward value
+FAST_BLEND_SPEED = 0.1  # m/s below the forward limit over which the ZMP offset moves to its fast value
 
 
 def wrap(a: float) -> float:
@@ -68,11 +69,14 @@ class FootstepPlanner:
         self.zmp_local = np.array([cfg.zmp_x_offset, 0.0])  # sole frame: where the walking ZMP sits
 
     def update_zmp_local(self, vx: float) -> None:
-        """Where on the sole the walking ZMP sits: ahead of the centre walking forward, further back walking backward
-        (the pressure must stay off the sole end the body is moving toward)."""
+        """Where on the sole the walking ZMP sits: a little ahead of the centre, further ahead only when walking
+        fast forward (pressure on the toes costs the sole most of its yaw grip), further back walking backward (the
+        pressure must stay off the sole end the body is moving toward)."""
         cfg = self.cfg
-        a = min(1.0, max(0.0, -vx / BACKWARD_BLEND_SPEED))
-        self.zmp_local[0] = (1.0 - a) * cfg.zmp_x_offset + a * cfg.zmp_x_offset_backward
+        back = min(1.0, max(0.0, -vx / BACKWARD_BLEND_SPEED))
+        fast = min(1.0, max(0.0, (vx - (cfg.command_limit[0] - FAST_BLEND_SPEED)) / FAST_BLEND_SPEED))
+        forward = (1.0 - fast) * cfg.zmp_x_offset + fast * cfg.zmp_x_offset_fast
+        self.zmp_local[0] = (1.0 - back) * forward + back * cfg.zmp_x_offset_backward
 
     def zmp_point(self, foot: FootPose) -> Vec:
         """The walking ZMP on ``foot`` (odometry xy)."""
