@@ -48,7 +48,8 @@ class ControllerConfig:
     # way walks forward 0.3 m/s 2.41 m in 10 s, 0.03 walks 2.53 m; 2.4 needed)
     zmp_x_offset_fast: float = 0.03
     # m; the same when walking backward (measured: +0.03 or +0.01 puts the pressure on the toes and backward walking
-    # falls within 4 s; 0 and -0.02 both walk). Blended in as the commanded vx goes from 0 to -0.1 m/s.
+    # falls within 4 s; 0 and -0.02 both walk). Blended in as the commanded vx goes from 0 to -0.2 m/s (the backward
+    # limit): reached already at -0.1 m/s, a slow backward walk spun its heel-loaded soles (footsteps.py).
     zmp_x_offset_backward: float = -0.01
     # --- gait timing
     step_time: float = 0.40  # s per step (double + single support); 20 ticks (probe: 0.4 walked)
