@@ -272,6 +272,27 @@ def test_nominal_footholds_advance_by_the_command_and_keep_the_step_width():
     assert planner.next_foothold(feet["left"], "left", False, np.array([0.0, 0.0, 0.3])).yaw == 0.0
 
 
+def test_the_walking_zmp_stays_near_the_sole_centre_except_fast_forward_and_backward():
+    """Pressure near a sole end costs it its yaw grip, so the walking ZMP sits ``zmp_x_offset`` ahead of the centre;
+    only within 0.1 m/s of the forward limit does it move to ``zmp_x_offset_fast``, and backward it blends to
+    ``zmp_x_offset_backward`` over the whole backward range."""
+    cfg = ControllerConfig()
+    planner = FootstepPlanner(cfg, StrideCorrection(cfg))
+    fwd, back = cfg.command_limit[0], cfg.command_limit[1]
+
+    def offset(vx: float) -> float:
+        planner.update_zmp_local(vx)
+        return float(planner.zmp_local[0])
+
+    assert offset(0.0) == pytest.approx(cfg.zmp_x_offset)
+    assert offset(fwd - 0.1) == pytest.approx(cfg.zmp_x_offset)
+    assert offset(fwd - 0.05) == pytest.approx(0.5 * (cfg.zmp_x_offset + cfg.zmp_x_offset_fast))
+    assert offset(fwd) == pytest.approx(cfg.zmp_x_offset_fast)
+    assert offset(-0.5 * back) == pytest.approx(0.5 * (cfg.zmp_x_offset + cfg.zmp_x_offset_backward))
+    assert offset(-back) == pytest.approx(cfg.zmp_x_offset_backward)
+    assert cfg.zmp_x_offset_backward < cfg.zmp_x_offset < cfg.zmp_x_offset_fast
+
+
 def test_footholds_are_kept_reachable_and_clear_of_the_stance_foot():
     cfg = ControllerConfig()
     planner = FootstepPlanner(cfg, StrideCorrection(cfg))

@@ -151,8 +151,8 @@ EXPECTED_ENVIRONMENT = "mujoco 4.0.0, numpy 2.5.5, x86_64, AMD EPYC avx,avx2,fma
 
 # computed by the single-class controller (before the split into modules), NumPy/MuJoCo of this tree's .venv;
 # regenerated on purpose when dcm_step_error_share (0 -> 0.5) changed the gait, and again when the walking ZMP
-# offset moved back (zmp_x_offset 0.03 -> 0.015, zmp_x_offset_fast 0.03 near the forward limit, the backward value blended in
-# over 0.2 m/s instead of 0.1)
+# offset moved back (zmp_x_offset 0.03 -> 0.015, zmp_x_offset_fast 0.03 near the forward limit, the backward value
+# blended in over 0.2 m/s instead of 0.1)
 EXPECTED: dict[str, Print] = {
     "forward_0.3": Print(
         "7d6cb4e9a44147fcc99a60900e847278cd071760844bfeab4e2041fdd6f9b0e1",
