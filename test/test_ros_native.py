@@ -226,6 +226,9 @@ def launched(ws: Workspace, *args: str) -> Iterator[Launched]:
 
 
 def _ros2(ws: Workspace, domain: int, command: str, timeout: float = 60.0) -> str:
+    """``ros2 COMMAND`` in the workspace; must succeed. Each call is a fresh DDS participant: the param verbs get
+    ``--timeout 15`` (their own wait for the node, default 1 s), which a fresh participant on a loaded machine can
+    exceed (clean-clone CI 2026-12-02: ``param set`` answered "Node not found" for a node just listed)."""
     out = ws.shell(f"ros2 {command}", domain, timeout=timeout)
     assert out.returncode == 0, f"ros2 {command} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
     return out.stdout
@@ -273,12 +276,15 @@ def test_launched_graph_serves_the_ros2_tools_and_ends_cleanly(workspace: Worksp
         assert rates, hz
         assert 100.0 <= max(rates) <= 260.0, f"/clock at {rates} Hz (200 Hz expected, loosely)"
 
-        assert "Integer value is: 4" in _ros2(workspace, d, "param get --no-daemon /plant control_decimation")
-        refused = workspace.shell("ros2 param set --no-daemon /plant control_decimation 2", d, timeout=60)
+        assert "Integer value is: 4" in _ros2(workspace, d,
+                                              "param get --no-daemon --timeout 15 /plant control_decimation")
+        refused = workspace.shell("ros2 param set --no-daemon --timeout 15 /plant control_decimation 2", d,
+                                  timeout=60)
         assert "read-only" in refused.stdout + refused.stderr, refused
-        assert "Set parameter successful" in _ros2(workspace, d, "param set --no-daemon /foxglove_bridge "
-                                                                 "tf_rate_hz 20.0")
-        assert "Double value is: 20.0" in _ros2(workspace, d, "param get --no-daemon /foxglove_bridge tf_rate_hz")
+        assert "Set parameter successful" in _ros2(workspace, d, "param set --no-daemon --timeout 15 "
+                                                                 "/foxglove_bridge tf_rate_hz 20.0")
+        assert "Double value is: 20.0" in _ros2(workspace, d, "param get --no-daemon --timeout 15 "
+                                                             "/foxglove_bridge tf_rate_hz")
 
         os.kill(g.node_pids()["binary_stream_node"], signal.SIGTERM)  # what launch's escalation sends
         wait_for(lambda: re.search(r"binary_stream_node-\d+\]: process has finished cleanly", g.output()), 20.0,
@@ -342,7 +348,7 @@ def test_ros2_run_starts_a_single_node(workspace: Workspace) -> None:
                             start_new_session=True, text=True)
     try:
         assert wait_nodes(workspace, domain, {"/plant"}) == {"/plant"}
-        assert "Integer value is: 3" in _ros2(workspace, domain, "param get --no-daemon /plant seed")
+        assert "Integer value is: 3" in _ros2(workspace, domain, "param get --no-daemon --timeout 15 /plant seed")
         os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
         assert proc.returncode == 0, out
