@@ -62,21 +62,21 @@ def test_the_meter_counts_one_range_per_loaded_spell_and_ignores_bounces():
     fake.forces = (300.0, 0.0)  # the left foot alone: its yaw wanders 0 -> 0.05 -> 0.02 over 6 ticks
     for yaw in (0.0, 0.01, 0.05, 0.04, 0.03, 0.02):
         _set_yaw(fake, left, yaw)
-        meter.update()
+        meter.update(fake.truth())  # type: ignore[arg-type]
     fake.forces = (150.0, 150.0)  # double support ends the spell
-    meter.update()
+    meter.update(fake.truth())  # type: ignore[arg-type]
     assert meter.spins == [pytest.approx(0.05)]
     fake.forces = (300.0, 10.0)  # 97 % on the left for 2 ticks only: a bounce, not a single support
     for yaw in (0.0, 0.3):
         _set_yaw(fake, left, yaw)
-        meter.update()
+        meter.update(fake.truth())  # type: ignore[arg-type]
     fake.forces = (0.0, 300.0)
-    meter.update()
+    meter.update(fake.truth())  # type: ignore[arg-type]
     fake.forces = (300.0, 0.0)  # across the +-pi seam: unwrapped, 0.04 rad
     for yaw in (math.pi - 0.02, -math.pi + 0.02, -math.pi + 0.01, math.pi - 0.01, math.pi - 0.02):
         _set_yaw(fake, left, yaw)
-        meter.update()
+        meter.update(fake.truth())  # type: ignore[arg-type]
     fake.forces = (0.0, 0.0)
-    meter.update()
+    meter.update(fake.truth())  # type: ignore[arg-type]
     assert meter.spins == [pytest.approx(0.05), pytest.approx(0.04)]
     assert meter.summary()[0] == pytest.approx(0.05)

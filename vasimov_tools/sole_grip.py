@@ -14,14 +14,15 @@ import mujoco
 import numpy as np
 
 from vasimov.model.mjcf import FOOT_BODIES
-from vasimov_plant.physics import PlantCore
+from vasimov_plant.physics import GroundTruth, PlantCore
 
 SINGLE_SUPPORT_SHARE = 0.9  # a foot carries the robot alone when it has this share of the feet's normal force
 MIN_SUPPORT_TICKS = 5  # shorter loaded spells (a touchdown's bounce) are no single support
 
 
 class SoleSpinMeter:
-    """Fed once per control tick; ``spins`` holds one yaw range (rad) per finished single support."""
+    """Fed once per control tick with that tick's ground truth (the caller reads it anyway); ``spins`` holds one yaw
+    range (rad) per finished single support."""
 
     def __init__(self, plant: PlantCore) -> None:
         m = plant.model
@@ -30,8 +31,7 @@ class SoleSpinMeter:
         self._current: dict[str, list[float]] = {}
         self.spins: list[float] = []
 
-    def update(self) -> None:
-        tr = self._plant.truth()
+    def update(self, tr: GroundTruth) -> None:
         total = tr.left_force + tr.right_force
         for side, force in (("left", tr.left_force), ("right", tr.right_force)):
             if total > 0.0 and force >= SINGLE_SUPPORT_SHARE * total:

@@ -337,10 +337,10 @@ def run_scenario(
         if mode is None:
             keepalive.send(*cmd)
         rec = loop.step_tick()
-        grip.update()
         compute.append(rec.policy_seconds)
         cpu.append(rec.policy_cpu_seconds)
         tr = plant.truth()
+        grip.update(tr)
         gz = float(projected_gravity(tr.base_quat)[2])
         height = float(tr.base_pos[2]) - plant.ground_height(float(tr.base_pos[0]), float(tr.base_pos[1]))
         min_h = min(min_h, height)
