@@ -1,6 +1,7 @@
 """Turn a policy spec string (a node parameter or CLI flag) into a PolicyBackend.
 
-Specs: ``builtin`` (the model-based walker in ``vasimov_edge.policy.builtin``), ``zero`` or its alias ``hold`` (hold
+Specs: ``builtin`` (the model-based walker in ``vasimov_edge.policy.builtin``), ``builtin-v2`` (the LIPM/DCM walker
+on placo in ``vasimov_edge.policy.walker``, selectable beside it), ``zero`` or its alias ``hold`` (hold
 the default standing pose, the pre-locomotion "hold stance" controller), a local ``.onnx`` path, or a Hugging Face spec
 (``hf://Menlo/asimov1-locomotion-0818@<revision>`` or ``owner/repo@revision``; see :mod:`.checkpoint`).
 """
@@ -16,10 +17,11 @@ from vasimov_edge.policy.interface import PolicyBackend, PolicyInput, PolicyOutp
 from vasimov_edge.policy.observation import ObservationBuilder
 
 BUILTIN = "builtin"
+WALKER_V2 = "builtin-v2"
 ZERO = "zero"
 HOLD_ALIASES = (ZERO, "hold")
 SPEC_HELP = (
-    f"'{BUILTIN}', '{ZERO}' (alias 'hold'), a local .onnx path, or a Hugging Face spec such as {OFFICIAL_SPEC} "
+    f"'{BUILTIN}', '{WALKER_V2}' (the LIPM/DCM walker on placo), '{ZERO}' (alias 'hold'), a local .onnx path, or a Hugging Face spec such as {OFFICIAL_SPEC} "
     "(hf://<owner>/<repo>[/<file>][@<revision>])"
 )
 
@@ -61,6 +63,17 @@ def _builtin() -> PolicyBackend:
     return BuiltinController()
 
 
+def _walker_v2() -> PolicyBackend:
+    try:
+        from vasimov_edge.policy.walker import WalkerV2
+    except ImportError as exc:
+        raise BackendSpecError(
+            f"policy spec '{WALKER_V2}' needs placo (requirements.txt), which cannot be imported ({exc}); "
+            f"use another spec: {SPEC_HELP}"
+        ) from exc
+    return WalkerV2()
+
+
 def make_backend(spec: str, *, providers: Sequence[str] = ("CPUExecutionProvider",), threads: int = 1) -> PolicyBackend:
     """Build the backend named by ``spec``; ``providers``/``threads`` apply to ONNX backends only."""
     s = spec.strip()
@@ -68,6 +81,8 @@ def make_backend(spec: str, *, providers: Sequence[str] = ("CPUExecutionProvider
         raise BackendSpecError(f"empty policy spec; valid: {SPEC_HELP}")
     if s == BUILTIN:
         return _builtin()
+    if s == WALKER_V2:
+        return _walker_v2()
     if s in HOLD_ALIASES:
         return HoldPoseBackend()
     from vasimov_edge.policy.onnx_backend import OnnxPolicyBackend  # onnxruntime only when a network is wanted

@@ -1,0 +1,48 @@
+"""Walker v2 settings. Geometry and limits come from the model; what is left are the gait's few design choices.
+
+Each value says where it comes from: the SDK contract, the model, a reference (``../shared/reference``), or a
+short documented bench comparison (docs/walker.md, "settings").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vasimov.control_rate import CONTROL_DT
+
+
+@dataclass(frozen=True)
+class WalkerConfig:
+    dt: float = CONTROL_DT  # s, the firmware's 50 Hz policy tick
+    # LIPM: COM height of the default pose with the soles on the floor (0.630 m from the model) lowered a little for
+    # ankle-pitch margin (locomotion_notes: at pelvis 0.60 the ankle hits its -0.35 stop)
+    com_height: float = 0.625
+    # command: the SDK envelope, used as given; acceleration limits reach half of a full step change in 0.25 s
+    command_limit: tuple[float, float, float] = (0.4, 0.4, 0.8)
+    accel: tuple[float, float, float] = (1.0, 1.0, 2.0)  # m/s^2, m/s^2, rad/s^2
+    dead_band: float = 0.01
+    # gait (locomotion_notes: 0.4 s steps with 0.1 s double support walked; 0.2 m width; 0.15 m fell)
+    step_time: float = 0.40
+    double_support: float = 0.10
+    start_extra: float = 0.10  # s more double support on the first step out of stand (load shift from the middle)
+    step_width: float = 0.20
+    min_width: float = 0.15
+    max_width: float = 0.38
+    max_forward: float = 0.22
+    max_backward: float = 0.18
+    max_turn: float = 0.35  # rad per step
+    swing_height: float = 0.04
+    lift_phase: float = 0.1  # fraction of the swing spent lifting before the foot travels
+    land_phase: float = 0.1  # fraction spent setting down after it arrives
+    min_swing_remaining: float = 0.12  # s: the earliest touchdown timing adaptation may ask for
+    # balance
+    zmp_x: float = 0.0  # m ahead of the sole's centre where the ZMP reference sits
+    zmp_margin: float = 0.015  # m kept from the sole's toe/heel line
+    zmp_margin_y: float = 0.005
+    dcm_gain: float = 3.0  # 1/s, DCM error decay (Englsberger 2015 use 1-5)
+    com_pull: float = 0.2  # per tick, COM command state pulled toward the measured one
+    vel_filter: float = 0.5  # per tick, COM velocity low-pass
+    push_trigger: float = 0.03  # m the DCM may leave the soles' area before standing turns into stepping
+    stop_dcm: float = 0.06  # m: walking stops at a touchdown with zero command and the DCM this near the middle
+    # motor gains (the fact sheet's stand gains on the legs; the policy gains elsewhere)
+    gravity_ff: bool = True

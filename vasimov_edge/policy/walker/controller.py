@@ -1,0 +1,310 @@
+"""Walker v2 (policy spec ``builtin-v2``): LIPM/DCM walking with step position and timing adaptation, whole-body
+inverse kinematics and gravity feed-forward on a rigid-body library (placo on Pinocchio).
+
+One 50 Hz tick:
+
+1. **Estimate** (:mod:`.estimator`): COM, COM velocity and soles in the odometry frame from IMU + encoders.
+2. **Command**: the SDK envelope (vx -0.4..0.4, vy +/-0.4, vyaw +/-0.8) is used as given, only rate-limited
+   (``WalkerConfig.accel``) so that half of a step change is reached within 0.5 s.
+3. **Gait**: stand (both soles, ZMP between them) or walk (steps of ``step_time``; the first ``double_support``
+   seconds after a touchdown move the load onto the new sole, then the other foot swings). Walking starts on a
+   command or when the measured DCM leaves the support area (a push); it stops after a touchdown with a zero command
+   and the DCM back near the soles' middle.
+4. **Balance** (:mod:`.dcm`): the swing foot's target is recomputed every tick from the *measured* DCM (step
+   position adaptation) and lands sooner when that target is out of reach (step timing adaptation); the ZMP that
+   tracks the nominal DCM is clipped into the support soles and turned into a COM command by the exact LIPM update
+   (pulled toward the measured COM state, so the stiff joints see a small, feasible correction).
+5. **Whole body** (:mod:`.whole_body`): placo's ``KinematicsSolver`` (a QP) puts both soles, the COM and the trunk
+   orientation where the gait wants them within the joint limits; the upper body holds the default pose. Gravity is
+   fed forward as the joint torques that carry the robot on its support sole(s)
+   (``torques_from_acceleration_with_fixed_frame``), blended by the load share in double support.
+
+No ground truth, no scene geometry: the robot walks blind, as its policy does.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vasimov import joints
+from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
+from vasimov_edge.policy.walker import dcm
+from vasimov_edge.policy.walker.config import WalkerConfig
+from vasimov_edge.policy.walker.estimator import Estimate, Estimator
+from vasimov_edge.policy.walker.whole_body import WholeBody
+
+Vec = NDArray[np.float64]
+SIDES = ("left", "right")
+SIGN = {"left": 1.0, "right": -1.0}
+OTHER = {"left": "right", "right": "left"}
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+@dataclass
+class FootPlan:
+    pos: Vec  # (3,) odometry frame; z is the sole's height above the ground plane
+    yaw: float
+
+
+@dataclass
+class Telemetry:
+    mode: str = "stand"
+    stance: str = "both"
+    dcm: Vec = field(default_factory=lambda: np.zeros(2))
+    zmp: Vec = field(default_factory=lambda: np.zeros(2))
+    steps: int = 0
+    compute_s: float = 0.0
+
+
+class WalkerV2:
+    """Model-based walking backend (implements ``PolicyBackend``); see the module docstring."""
+
+    name = "builtin-v2"
+
+    def __init__(self, config: WalkerConfig | None = None) -> None:
+        self.cfg = config if config is not None else WalkerConfig()
+        cfg = self.cfg
+        self.omega = dcm.omega_of(cfg.com_height)
+        self.body = WholeBody(cfg)
+        self.est = Estimator(self.body.measured, cfg.dt, cfg.vel_filter)
+        self.limits = dcm.StepLimits(cfg.max_forward, cfg.max_backward, cfg.min_width, cfg.max_width)
+        self.sole = self.body.sole
+        self.telemetry = Telemetry()
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        self._init = False
+        self.mode = "stand"
+        self.stance = "right"  # the anchor sole in stand; the stance sole while walking
+        self.t_step = 0.0  # s since the current stance sole landed (walking)
+        self.step_period = self.cfg.step_time
+        self.prev_stance_pos: Vec | None = None
+        self.swing_start: FootPlan | None = None
+        self.cmd = np.zeros(3)
+        self.heading = 0.0
+        self.steps = 0
+        self.com_cmd = np.zeros(2)
+        self.vel_cmd = np.zeros(2)
+        self.feet: dict[str, FootPlan] = {}
+        self.est.reset()
+        self.body.reset()
+        self.telemetry = Telemetry()
+
+    def _take_over(self, inp: PolicyInput) -> None:
+        """First active tick: the soles where the encoders put them (flat on the ground), odometry at the left
+        sole, the COM command at the measured COM."""
+        q = np.asarray(inp.q, dtype=np.float64)
+        e0 = self.est.update(inp.quat, q, "left", np.zeros(2), 0.0)
+        self.feet = {s: FootPlan(np.array([e0.feet[s][0], e0.feet[s][1], 0.0]), e0.feet_yaw[s]) for s in SIDES}
+        self.stance = "left"
+        self.est.reset()
+        e = self.est.update(inp.quat, q, self.stance, self.feet[self.stance].pos, self.feet[self.stance].yaw)
+        self.com_cmd = e.com[:2].copy()
+        self.vel_cmd = np.zeros(2)
+        self.heading = 0.5 * (self.feet["left"].yaw + self.feet["right"].yaw)
+        self.body.take_over(q, self.feet, self.com_cmd, self.heading)
+        self._init = True
+
+    # ------------------------------------------------------------------ helpers
+    def _shape_command(self, raw: Vec) -> None:
+        cfg = self.cfg
+        lim = np.array(cfg.command_limit)
+        target = np.clip(np.nan_to_num(np.asarray(raw, dtype=np.float64)), -lim, lim)
+        target[np.abs(target) < cfg.dead_band] = 0.0
+        step = np.array(cfg.accel) * cfg.dt
+        self.cmd = self.cmd + np.clip(target - self.cmd, -step, step)
+
+    def _sole_centre(self, side: str) -> Vec:
+        f = self.feet[side]
+        return f.pos[:2] + dcm.rot2(f.yaw) @ np.array([self.cfg.zmp_x, 0.0])
+
+    def _clip_stand(self, p: Vec) -> Vec:
+        """``p`` inside the box spanned by both soles (heading frame), with the safety margin."""
+        cfg = self.cfg
+        r = dcm.rot2(self.heading)
+        a = r.T @ self._sole_centre("left")
+        b = r.T @ self._sole_centre("right")
+        rel = r.T @ p
+        hl = self.sole.half_length - cfg.zmp_margin
+        hw = self.sole.half_width - cfg.zmp_margin_y
+        lo = np.minimum(a, b) - [hl, hw]
+        hi = np.maximum(a, b) + [hl, hw]
+        return r @ np.clip(rel, lo, hi)
+
+    def _clip_sole(self, side: str, p: Vec) -> Vec:
+        cfg = self.cfg
+        f = self.feet[side]
+        return dcm.clip_to_sole(p, self._sole_centre(side), f.yaw, self.sole.half_length - cfg.zmp_margin,
+                                self.sole.half_width - cfg.zmp_margin_y)
+
+    def _dcm_outside(self, xi: Vec) -> bool:
+        """Standing: is the measured DCM beyond the soles' area by more than ``push_trigger``?"""
+        return float(np.linalg.norm(xi - self._clip_stand(xi))) > self.cfg.push_trigger
+
+    def _step_velocity(self) -> Vec:
+        return self.cmd[:2].copy()
+
+    # ------------------------------------------------------------------ gait
+    def _start_walk(self, xi: Vec) -> None:
+        """Stand -> walk: the first stance is the sole away from the DCM's lateral drift (or the command's)."""
+        r = dcm.rot2(self.heading)
+        mid = 0.5 * (self._sole_centre("left") + self._sole_centre("right"))
+        lateral = float((r.T @ (xi - mid))[1])
+        if abs(self.cmd[1]) > 1e-3:
+            swing = "left" if self.cmd[1] > 0 else "right"
+        elif abs(lateral) > self.cfg.push_trigger * 0.5:
+            swing = "left" if lateral > 0 else "right"
+        else:
+            swing = "right" if self.stance == "left" else "left"
+        self.mode = "walk"
+        self._switch_anchor(OTHER[swing])
+        self.prev_stance_pos = self._sole_centre(swing)
+        self.t_step = 0.0
+        self.step_period = self.cfg.step_time + self.cfg.start_extra
+        self.swing_start = None
+
+    def _switch_anchor(self, side: str) -> None:
+        self.stance = side
+
+    def _stop_ok(self, xi: Vec) -> bool:
+        if np.any(np.abs(self.cmd) > 1e-3):
+            return False
+        mid = 0.5 * (self._sole_centre("left") + self._sole_centre("right"))
+        r = dcm.rot2(self.heading)
+        rel = r.T @ (self.feet["left"].pos[:2] - self.feet["right"].pos[:2])
+        parallel = abs(_wrap(self.feet["left"].yaw - self.feet["right"].yaw)) < 0.1
+        nominal = abs(rel[0]) < 0.05 and abs(rel[1] - self.cfg.step_width) < 0.06
+        return parallel and nominal and float(np.linalg.norm(xi - mid)) < self.cfg.stop_dcm
+
+    def _touchdown(self, swing: str, est: Estimate) -> None:
+        """The swing sole is down where planned: it becomes the stance (and odometry anchor)."""
+        old = self.stance
+        self.prev_stance_pos = self._sole_centre(old)
+        self.feet[swing].pos[2] = 0.0
+        # the estimate measured the new sole at est.feet[swing]; the odometry now anchors on its plan instead
+        self.est.rebase(self.feet[swing].pos[:2] - est.feet[swing][:2])
+        self.com_cmd = self.com_cmd + (self.feet[swing].pos[:2] - est.feet[swing][:2])
+        self.stance = swing
+        self.t_step = 0.0
+        self.step_period = self.cfg.step_time
+        self.swing_start = None
+        self.steps += 1
+
+    def _walk_tick(self, est: Estimate, xi: Vec) -> tuple[Vec, str | None]:
+        """Advance the walk one tick; returns the commanded ZMP and the swinging side (None in double support)."""
+        cfg = self.cfg
+        st = self.stance
+        sw = OTHER[st]
+        self.t_step += cfg.dt
+        ds = cfg.double_support + (cfg.start_extra if self.steps == 0 and self.step_period > cfg.step_time else 0.0)
+        omega = self.omega
+        period = cfg.step_time
+        v = self._step_velocity()
+        r_head = dcm.rot2(self.heading)
+        p_ref = self._sole_centre(st)
+        # the nominal DCM at this time of the step: it left the previous touchdown with the nominal offset
+        d0 = dcm.nominal_offset(v, cfg.step_width, SIGN[st], omega, period)
+        xi_ref = p_ref + r_head @ d0 * math.exp(omega * min(self.t_step, period))
+        p = dcm.zmp_command(p_ref, xi, xi_ref, cfg.dcm_gain, omega)
+        if self.t_step < ds:
+            # double support: the ZMP moves from the previous stance sole onto this one
+            a = self.t_step / ds
+            prev = self.prev_stance_pos if self.prev_stance_pos is not None else p_ref
+            p_old = dcm.clip_to_sole(p - p_ref + prev, prev, self.feet[sw].yaw,
+                                     self.sole.half_length - cfg.zmp_margin, self.sole.half_width - cfg.zmp_margin_y)
+            return (1.0 - a) * p_old + a * self._clip_sole(st, p), None
+        p = self._clip_sole(st, p)
+        # single support: adapt the foothold (position and timing) from the measured DCM
+        if self.swing_start is None:
+            f = self.feet[sw]
+            self.swing_start = FootPlan(f.pos.copy(), f.yaw)
+        remaining = self.step_period - self.t_step
+        yaw_next = self.heading + float(np.clip(self.cmd[2] * period, -cfg.max_turn, cfg.max_turn))
+        # turning: the foot on the inside of the turn turns less, so the feet never toe in past ``max_turn``
+        head_next = 0.5 * (self.heading + yaw_next)
+        offset = dcm.nominal_offset(v, cfg.step_width, SIGN[sw], omega, period)
+        fh = dcm.adapt_step(xi, p_ref, self.feet[st].pos[:2], head_next, offset, SIGN[sw],
+                            remaining, min(remaining, cfg.min_swing_remaining), omega, self.limits)
+        if fh.remaining < remaining - 1e-9:
+            self.step_period = self.t_step + fh.remaining
+            remaining = fh.remaining
+        self._move_swing(sw, fh.pos, yaw_next, remaining)
+        if remaining <= cfg.dt * 0.5:
+            self.heading = _wrap(yaw_next)
+            self._touchdown(sw, est)
+            if self._stop_ok(xi):
+                self.mode = "stand"
+        return p, (None if self.mode == "stand" else sw)
+
+    def _move_swing(self, side: str, target: Vec, yaw: float, remaining: float) -> None:
+        """Swing foot one tick along its path: lift, travel (retargeted every tick), set down."""
+        cfg = self.cfg
+        f = self.feet[side]
+        total = max(self.step_period - cfg.double_support, cfg.dt)
+        phase = min(1.0, (total - remaining) / total)
+        if phase >= cfg.lift_phase:
+            k = min(1.0, cfg.dt / max(remaining - cfg.land_phase * total, cfg.dt))
+            f.pos[:2] = f.pos[:2] + k * (target - f.pos[:2])
+            f.yaw = f.yaw + k * _wrap(yaw - f.yaw)
+        f.pos[2] = cfg.swing_height * math.sin(math.pi * phase)
+
+    # ------------------------------------------------------------------ tick
+    def step(self, inp: PolicyInput) -> PolicyOutput:
+        t0 = time.perf_counter()
+        if not inp.active:
+            self.reset()
+            q_hold = np.asarray(inp.q, dtype=np.float64)
+            if q_hold.shape != (joints.NUM_JOINTS,) or not np.all(np.isfinite(q_hold)):
+                q_hold = joints.DEFAULT_POS
+            out = self.body.output(q_hold.copy(), np.zeros(joints.NUM_JOINTS), None)
+            self.telemetry.compute_s = time.perf_counter() - t0
+            return out
+        if not self._init:
+            self._take_over(inp)
+        cfg = self.cfg
+        q = np.asarray(inp.q, dtype=np.float64)
+        anchor = self.feet[self.stance]
+        est = self.est.update(inp.quat, q, self.stance, anchor.pos[:2], anchor.yaw)
+        xi = dcm.dcm_of(est.com[:2], est.com_vel, self.omega)
+        self._shape_command(inp.command)
+        swing: str | None = None
+        if self.mode == "stand":
+            if np.any(np.abs(self.cmd) > 1e-3) or self._dcm_outside(xi):
+                self._start_walk(xi)
+        if self.mode == "walk":
+            zmp, swing = self._walk_tick(est, xi)
+        else:
+            mid = 0.5 * (self._sole_centre("left") + self._sole_centre("right"))
+            zmp = self._clip_stand(dcm.zmp_command(mid, xi, mid, cfg.dcm_gain, self.omega))
+        # COM command: the LIPM driven by the commanded ZMP, from a state pulled toward the measured one
+        self.com_cmd = self.com_cmd + cfg.com_pull * (est.com[:2] - self.com_cmd)
+        self.vel_cmd = self.vel_cmd + cfg.com_pull * (est.com_vel - self.vel_cmd)
+        self.com_cmd, self.vel_cmd = dcm.lipm_step(self.com_cmd, self.vel_cmd, zmp, self.omega, cfg.dt)
+        support = self._support_weights(zmp, swing)
+        com_acc = self.omega ** 2 * (self.com_cmd - zmp)
+        q_des, tau = self.body.solve(self.feet, self.com_cmd, self.heading, support, zmp, com_acc)
+        tel = self.telemetry
+        tel.mode, tel.stance = self.mode, (self.stance if swing is not None else "both")
+        tel.dcm, tel.zmp, tel.steps = xi, zmp, self.steps
+        out = self.body.output(q_des, tau, swing)
+        tel.compute_s = time.perf_counter() - t0
+        return out
+
+    def _support_weights(self, zmp: Vec, swing: str | None) -> dict[str, float]:
+        """Share of the weight on each sole: all on the stance sole in single support, else by where the ZMP lies
+        between the soles."""
+        if swing is not None:
+            return {OTHER[swing]: 1.0, swing: 0.0}
+        a, b = self._sole_centre("left"), self._sole_centre("right")
+        axis = a - b
+        w = float(np.clip((zmp - b) @ axis / max(float(axis @ axis), 1e-9), 0.0, 1.0))
+        return {"left": w, "right": 1.0 - w}

@@ -1,0 +1,109 @@
+"""State estimation from what the robot's policy reads: IMU orientation and joint encoders, nothing else.
+
+The measured joint angles and the IMU's orientation pose a rigid-body copy of the robot (Pinocchio through placo)
+around its pelvis; the COM and the soles then follow by forward kinematics. Leg odometry: the *anchor* sole (the
+stance foot; in double support the most recently landed one) is taken to rest where the gait put it, so the COM in
+the odometry frame is that sole's pose plus the measured sole-to-COM vector. Everything the balance laws use is
+relative to the soles, so a landing a few centimetres off the plan shifts the odometry, not the balance.
+The COM velocity is the filtered finite difference of that odometry position (continuous across an anchor switch,
+because the new anchor is placed where the previous one measures it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import placo
+from numpy.typing import NDArray
+
+from vasimov import joints
+
+Vec = NDArray[np.float64]
+SIDES = ("left", "right")
+
+
+def quat_to_matrix(q: Vec) -> NDArray[np.float64]:
+    """Rotation matrix of a unit quaternion (w, x, y, z); a zero or non-finite quaternion gives the identity."""
+    q = np.asarray(q, dtype=np.float64)
+    n = float(np.linalg.norm(q))
+    if not math.isfinite(n) or n < 1e-9:
+        return np.eye(3)
+    w, x, y, z = q / n
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def yaw_of(r: NDArray[np.float64]) -> float:
+    """Heading of a rotation matrix (yaw of its x axis)."""
+    return math.atan2(r[1, 0], r[0, 0])
+
+
+@dataclass
+class Estimate:
+    com: Vec  # (3,) odometry frame
+    com_vel: Vec  # (2,)
+    feet: dict[str, Vec]  # side -> (3,) sole position, odometry frame (anchor sole = its planned pose)
+    feet_yaw: dict[str, float]
+    base_yaw: float  # IMU heading
+    tilt: float  # rad from upright
+
+
+class Estimator:
+    """COM, COM velocity and soles in the odometry frame from IMU + encoders (see the module docstring)."""
+
+    def __init__(self, robot: placo.HumanoidRobot, dt: float, vel_filter: float) -> None:
+        self.robot = robot
+        self.dt = dt
+        self.vel_filter = vel_filter
+        self.names = joints.SIM_NAMES
+        self.reset()
+
+    def reset(self) -> None:
+        self._prev_com: Vec | None = None
+        self.com_vel = np.zeros(2)
+
+    def update(self, quat: Vec, q: Vec, anchor: str, anchor_pos: Vec, anchor_yaw: float) -> Estimate:
+        """One tick: pose the model, place it so the ``anchor`` sole sits at ``anchor_pos`` (xy) with the measured
+        relative yaw kept, and return the estimate."""
+        robot = self.robot
+        for name, value in zip(self.names, q, strict=True):
+            robot.set_joint(name, float(value))
+        r = quat_to_matrix(quat)
+        t = np.eye(4)
+        t[:3, :3] = r
+        robot.set_T_world_fbase(t)
+        robot.update_kinematics()
+        frames = {s: robot.get_T_world_frame(f"{s}_foot") for s in SIDES}
+        com = np.asarray(robot.com_world(), dtype=np.float64)
+        # odometry: the anchor sole's measured pose is rotated about the vertical so its yaw matches the plan's,
+        # then shifted onto the planned position (the IMU heading still gives the absolute yaw separately)
+        a = frames[anchor]
+        dyaw = anchor_yaw - yaw_of(a[:3, :3])
+        c, s = math.cos(dyaw), math.sin(dyaw)
+        rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        origin = a[:3, 3]
+        shift = np.array([anchor_pos[0], anchor_pos[1], 0.0])
+
+        def to_odom(p: Vec) -> Vec:
+            return shift + rz @ (p - origin)
+
+        com_o = to_odom(com)
+        feet = {sd: to_odom(frames[sd][:3, 3]) for sd in SIDES}
+        feet_yaw = {sd: yaw_of(rz @ frames[sd][:3, :3]) for sd in SIDES}
+        if self._prev_com is not None:
+            raw = (com_o[:2] - self._prev_com) / self.dt
+            self.com_vel = self.com_vel + self.vel_filter * (raw - self.com_vel)
+        self._prev_com = com_o[:2].copy()
+        tilt = math.acos(max(-1.0, min(1.0, float(r[2, 2]))))
+        return Estimate(com_o, self.com_vel.copy(), feet, feet_yaw, yaw_of(r), tilt)
+
+    def rebase(self, delta: Vec) -> None:
+        """The odometry frame moved by ``delta`` (xy) under the estimate (an anchor switch): keep the velocity
+        filter's memory consistent."""
+        if self._prev_com is not None:
+            self._prev_com = self._prev_com + delta
