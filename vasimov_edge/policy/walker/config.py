@@ -25,12 +25,15 @@ class WalkerConfig:
     step_time: float = 0.40
     double_support: float = 0.10
     start_extra: float = 0.10  # s more double support on the first step out of stand (load shift from the middle)
+    start_max: float = 0.6  # s: the first double support ends at the latest here
+    start_tolerance: float = 0.02  # m: ... or as soon as the DCM is this near its nominal place
     step_width: float = 0.20
     min_width: float = 0.15
     max_width: float = 0.38
     max_forward: float = 0.22
     max_backward: float = 0.18
     max_turn: float = 0.35  # rad per step
+    heading_gain: float = 0.5  # share of the IMU heading error corrected by each step (locomotion_notes: 0.5)
     swing_height: float = 0.04
     lift_phase: float = 0.1  # fraction of the swing spent lifting before the foot travels
     land_phase: float = 0.1  # fraction spent setting down after it arrives

@@ -89,8 +89,11 @@ class WalkerV2:
         self.step_period = self.cfg.step_time
         self.prev_stance_pos: Vec | None = None
         self.swing_start: FootPlan | None = None
+        self.swing_t0 = 0.0
+        self.t_hold = 0.0  # s the first double support was held beyond ``double_support`` (the reference waits)
         self.cmd = np.zeros(3)
         self.heading = 0.0
+        self.heading_goal = 0.0  # integrated commanded heading, IMU frame
         self.steps = 0
         self.com_cmd = np.zeros(2)
         self.vel_cmd = np.zeros(2)
@@ -111,6 +114,7 @@ class WalkerV2:
         self.com_cmd = e.com[:2].copy()
         self.vel_cmd = np.zeros(2)
         self.heading = 0.5 * (self.feet["left"].yaw + self.feet["right"].yaw)
+        self.heading_goal = e.base_yaw
         self.body.take_over(q, self.feet, self.com_cmd, self.heading)
         self._init = True
 
@@ -191,12 +195,13 @@ class WalkerV2:
         self.prev_stance_pos = self._sole_centre(old)
         self.feet[swing].pos[2] = 0.0
         # the estimate measured the new sole at est.feet[swing]; the odometry now anchors on its plan instead
-        self.est.rebase(self.feet[swing].pos[:2] - est.feet[swing][:2])
+        self.est.rebase()
         self.com_cmd = self.com_cmd + (self.feet[swing].pos[:2] - est.feet[swing][:2])
         self.stance = swing
         self.t_step = 0.0
         self.step_period = self.cfg.step_time
         self.swing_start = None
+        self.t_hold = 0.0
         self.steps += 1
 
     def _walk_tick(self, est: Estimate, xi: Vec) -> tuple[Vec, str | None]:
@@ -213,22 +218,32 @@ class WalkerV2:
         p_ref = self._sole_centre(st)
         # the nominal DCM at this time of the step: it left the previous touchdown with the nominal offset
         d0 = dcm.nominal_offset(v, cfg.step_width, SIGN[st], omega, period)
-        xi_ref = p_ref + r_head @ d0 * math.exp(omega * min(self.t_step, period))
+        first_hold = self.steps == 0 and self.swing_start is None
+        tau = 0.0 if first_hold else min(self.t_step - self.t_hold, period)
+        xi_ref = p_ref + r_head @ d0 * math.exp(omega * tau)
         p = dcm.zmp_command(p_ref, xi, xi_ref, cfg.dcm_gain, omega)
-        if self.t_step < ds:
-            # double support: the ZMP moves from the previous stance sole onto this one
-            a = self.t_step / ds
-            prev = self.prev_stance_pos if self.prev_stance_pos is not None else p_ref
-            p_old = dcm.clip_to_sole(p - p_ref + prev, prev, self.feet[sw].yaw,
-                                     self.sole.half_length - cfg.zmp_margin, self.sole.half_width - cfg.zmp_margin_y)
-            return (1.0 - a) * p_old + a * self._clip_sole(st, p), None
+        if self.swing_start is None:
+            # double support: the ZMP anywhere between the soles; the first step out of stand waits (up to
+            # ``start_max``) for the DCM to reach its nominal place beside the stance sole
+            first = self.steps == 0
+            settled = float(np.linalg.norm(xi - xi_ref)) < cfg.start_tolerance
+            if self.t_step < ds or (first and not settled and self.t_step < cfg.start_max):
+                if first:
+                    self.step_period = self.t_step + cfg.step_time - cfg.double_support
+                return self._clip_stand(p), None
         p = self._clip_sole(st, p)
         # single support: adapt the foothold (position and timing) from the measured DCM
         if self.swing_start is None:
             f = self.feet[sw]
             self.swing_start = FootPlan(f.pos.copy(), f.yaw)
+            self.swing_t0 = self.t_step
+            self.t_hold = self.t_step - cfg.double_support if self.steps == 0 else 0.0
         remaining = self.step_period - self.t_step
-        yaw_next = self.heading + float(np.clip(self.cmd[2] * period, -cfg.max_turn, cfg.max_turn))
+        # heading: the command's turn per step plus a share of the gap between the integrated command heading and
+        # the IMU's (soles that slipped in yaw are corrected over the next steps, not by the hips)
+        correction = cfg.heading_gain * _wrap(self.heading_goal - est.base_yaw)
+        turn = self.cmd[2] * period + correction
+        yaw_next = self.heading + float(np.clip(turn, -cfg.max_turn, cfg.max_turn))
         # turning: the foot on the inside of the turn turns less, so the feet never toe in past ``max_turn``
         head_next = 0.5 * (self.heading + yaw_next)
         offset = dcm.nominal_offset(v, cfg.step_width, SIGN[sw], omega, period)
@@ -249,8 +264,8 @@ class WalkerV2:
         """Swing foot one tick along its path: lift, travel (retargeted every tick), set down."""
         cfg = self.cfg
         f = self.feet[side]
-        total = max(self.step_period - cfg.double_support, cfg.dt)
-        phase = min(1.0, (total - remaining) / total)
+        total = max(self.step_period - self.swing_t0, cfg.dt)
+        phase = min(1.0, (self.t_step - self.swing_t0) / total)
         if phase >= cfg.lift_phase:
             k = min(1.0, cfg.dt / max(remaining - cfg.land_phase * total, cfg.dt))
             f.pos[:2] = f.pos[:2] + k * (target - f.pos[:2])
@@ -276,6 +291,7 @@ class WalkerV2:
         est = self.est.update(inp.quat, q, self.stance, anchor.pos[:2], anchor.yaw)
         xi = dcm.dcm_of(est.com[:2], est.com_vel, self.omega)
         self._shape_command(inp.command)
+        self.heading_goal = _wrap(self.heading_goal + self.cmd[2] * cfg.dt)
         swing: str | None = None
         if self.mode == "stand":
             if np.any(np.abs(self.cmd) > 1e-3) or self._dcm_outside(xi):

@@ -102,8 +102,7 @@ class Estimator:
         tilt = math.acos(max(-1.0, min(1.0, float(r[2, 2]))))
         return Estimate(com_o, self.com_vel.copy(), feet, feet_yaw, yaw_of(r), tilt)
 
-    def rebase(self, delta: Vec) -> None:
-        """The odometry frame moved by ``delta`` (xy) under the estimate (an anchor switch): keep the velocity
-        filter's memory consistent."""
-        if self._prev_com is not None:
-            self._prev_com = self._prev_com + delta
+    def rebase(self) -> None:
+        """The anchor sole changed: the odometry frame jumps under the estimate (the new sole's landing error and
+        yaw), so the next tick keeps the filtered velocity instead of differencing across the jump."""
+        self._prev_com = None
