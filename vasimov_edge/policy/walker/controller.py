@@ -140,8 +140,9 @@ class WalkerV2:
         rel = r.T @ p
         hl = self.sole.half_length - cfg.zmp_margin
         hw = self.sole.half_width - cfg.zmp_margin_y
-        lo = np.minimum(a, b) - [hl, hw]
-        hi = np.maximum(a, b) + [hl, hw]
+        half = np.array([hl, hw])
+        lo = np.minimum(a, b) - half
+        hi = np.maximum(a, b) + half
         return r @ np.clip(rel, lo, hi)
 
     def _clip_sole(self, side: str, p: Vec) -> Vec:
@@ -293,9 +294,8 @@ class WalkerV2:
         self._shape_command(inp.command)
         self.heading_goal = _wrap(self.heading_goal + self.cmd[2] * cfg.dt)
         swing: str | None = None
-        if self.mode == "stand":
-            if np.any(np.abs(self.cmd) > 1e-3) or self._dcm_outside(xi):
-                self._start_walk(xi)
+        if self.mode == "stand" and (np.any(np.abs(self.cmd) > 1e-3) or self._dcm_outside(xi)):
+            self._start_walk(xi)
         if self.mode == "walk":
             zmp, swing = self._walk_tick(est, xi)
         else:

@@ -1,15 +1,14 @@
-"""Whole-body kinematics and gravity feed-forward for walker v2, on placo (a QP over Pinocchio's model).
+"""Whole-body kinematics and support torques for walker v2, on placo (a QP over Pinocchio's model).
 
 The *desired* robot is a placo ``HumanoidRobot`` whose configuration the kinematics solver moves each tick toward
-the gait's targets: both soles (frame tasks, the
-highest weight; hard equality tasks plus the joint limits made the QP infeasible at the ankle stops), the COM (soft, high weight), the trunk upright along the heading
+the gait's targets: both soles (frame tasks with the highest weight; hard equality tasks together with the joint
+limits made the QP infeasible at the ankle stops), the COM (soft, weight 10), the trunk upright along the heading
 (soft), and the default pose for the upper body (a joint task) -- inside the joint limits. Its joint angles are the
 motor targets. A second copy, posed from the measured joints, serves the estimator.
 
-Gravity feed-forward: the torques that hold the desired configuration still while one sole is fixed to the ground
-(Pinocchio's inverse dynamics with that sole as the root, ``torques_from_acceleration_with_fixed_frame``), blended
-between the two soles by the load share in double support. Stiff PD alone lets the stance hip sag a few degrees
-(locomotion_notes, walking item 2).
+Support torques (:meth:`WholeBody.support_torques`): quasi-static inverse dynamics that carries the desired
+configuration on the planned ground force through the commanded ZMP. Measured: without them the robot fell within
+0.3 s of taking over; with gravity alone (sole fixed, ZMP under the COM) it drifted onto its heels while standing.
 """
 
 from __future__ import annotations

@@ -1,0 +1,110 @@
+"""Walker v2's pure parts: the LIPM/DCM laws (step position and timing adaptation), its model frames, its registry
+spec. No simulation here; the closed loop is in test_walker_v2_closed_loop.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from vasimov_edge.policy.walker import dcm
+
+OMEGA = dcm.omega_of(0.625)
+T = 0.4
+LIMITS = dcm.StepLimits()
+
+
+def test_dcm_runs_away_from_the_zmp_exponentially():
+    xi = dcm.propagate_dcm(np.array([0.05, 0.0]), np.zeros(2), OMEGA, 0.3)
+    assert xi[0] == pytest.approx(0.05 * math.exp(OMEGA * 0.3))
+    assert xi[1] == 0.0
+
+
+def test_lipm_step_matches_the_dcm_solution():
+    """The exact COM update keeps xi_dot = omega (xi - p): the DCM of the updated state is the propagated DCM."""
+    c, v, p = np.array([0.02, -0.01]), np.array([0.1, 0.05]), np.array([0.0, 0.01])
+    c1, v1 = dcm.lipm_step(c, v, p, OMEGA, 0.02)
+    assert dcm.dcm_of(c1, v1, OMEGA) == pytest.approx(dcm.propagate_dcm(dcm.dcm_of(c, v, OMEGA), p, OMEGA, 0.02))
+
+
+def test_nominal_offset_is_periodic():
+    """Walking the nominal gait (foot at xi_T - b every step) reproduces the same offset step after step."""
+    v, w = np.array([0.3, 0.1]), 0.2
+    stance, side = np.array([0.0, 0.1]), -1.0  # standing on the left, the right foot swings next
+    xi = stance + dcm.nominal_offset(v, w, -side, OMEGA, T)  # the offset the left foot landed with
+    for _ in range(6):
+        b = dcm.nominal_offset(v, w, side, OMEGA, T)
+        xi_t = dcm.propagate_dcm(xi, stance, OMEGA, T)
+        foot = xi_t - b
+        step = foot - stance
+        assert step[0] == pytest.approx(v[0] * T)
+        assert step[1] == pytest.approx(side * w + v[1] * T)
+        stance, xi, side = foot, xi_t, -side
+
+
+def test_step_adaptation_moves_the_foothold_with_the_dcm_error():
+    b = dcm.nominal_offset(np.zeros(2), 0.2, -1.0, OMEGA, T)
+    stance = np.array([0.0, 0.1])
+    xi0 = stance + dcm.nominal_offset(np.zeros(2), 0.2, 1.0, OMEGA, T)
+    nominal = dcm.adapt_step(xi0, stance, stance, 0.0, b, -1.0, 0.2, 0.12, OMEGA, LIMITS)
+    pushed = dcm.adapt_step(xi0 + np.array([0.02, 0.0]), stance, stance, 0.0, b, -1.0, 0.2, 0.12, OMEGA, LIMITS)
+    assert pushed.pos[0] - nominal.pos[0] == pytest.approx(0.02 * math.exp(OMEGA * 0.2))
+    assert nominal.remaining == pushed.remaining == 0.2
+
+
+def test_timing_adaptation_lands_sooner_when_the_foothold_is_out_of_reach():
+    b = dcm.nominal_offset(np.zeros(2), 0.2, -1.0, OMEGA, T)
+    stance = np.array([0.0, 0.1])
+    xi = stance + np.array([0.12, -0.03])  # a hard push forward
+    late = dcm.adapt_step(xi, stance, stance, 0.0, b, -1.0, 0.3, 0.3, OMEGA, LIMITS)
+    fh = dcm.adapt_step(xi, stance, stance, 0.0, b, -1.0, 0.3, 0.12, OMEGA, LIMITS)
+    assert late.excess > 0.0
+    assert fh.remaining < 0.3
+    assert fh.excess < late.excess
+    rel = fh.pos - stance
+    assert -LIMITS.max_backward - 1e-9 <= rel[0] <= LIMITS.max_forward + 1e-9
+    assert LIMITS.min_width - 1e-9 <= -rel[1] <= LIMITS.max_width + 1e-9
+
+
+def test_step_limits_keep_the_feet_apart_on_either_side():
+    assert LIMITS.clip(np.array([0.0, 0.02]), -1.0)[1] == pytest.approx(-LIMITS.min_width)
+    assert LIMITS.clip(np.array([0.5, 0.02]), 1.0) == pytest.approx([LIMITS.max_forward, LIMITS.min_width])
+    assert LIMITS.excess(np.array([0.0, 0.2]), 1.0) == 0.0
+
+
+def test_zmp_command_pushes_the_dcm_back_toward_its_reference():
+    p = dcm.zmp_command(np.zeros(2), np.array([0.02, 0.0]), np.zeros(2), 3.0, OMEGA)
+    xi_dot = OMEGA * (np.array([0.02, 0.0]) - p)
+    assert xi_dot[0] < 0.0
+
+
+def test_clip_to_sole_respects_the_rotation():
+    p = dcm.clip_to_sole(np.array([0.0, 1.0]), np.zeros(2), math.pi / 2, 0.08, 0.02)
+    assert p == pytest.approx([0.0, 0.08])
+
+
+def test_omega_rejects_a_non_positive_height():
+    with pytest.raises(ValueError):
+        dcm.omega_of(0.0)
+
+
+def test_walker_urdf_has_the_frames_placo_needs():
+    placo = pytest.importorskip("placo")
+    from vasimov_edge.policy.walker.model import soles, walker_urdf
+
+    robot = placo.HumanoidRobot("", placo.Flags.ignore_collisions, walker_urdf())
+    assert robot.total_mass() == pytest.approx(32.2249, abs=1e-3)
+    sole = soles()["left"]
+    assert sole.half_length == pytest.approx((0.122 + 0.045) / 2)
+    assert sole.half_width == pytest.approx(0.020)
+    for frame in ("left_foot", "right_foot", "trunk"):
+        assert robot.get_T_world_frame(frame).shape == (4, 4)
+
+
+def test_registry_builds_walker_v2_beside_the_default():
+    pytest.importorskip("placo")
+    from vasimov_edge.policy.registry import make_backend
+
+    assert make_backend("builtin-v2").name == "builtin-v2"
+    assert make_backend("builtin").name == "builtin"
