@@ -26,7 +26,8 @@ class WalkerConfig:
     double_support: float = 0.10
     start_extra: float = 0.10  # s more double support on the first step out of stand (load shift from the middle)
     start_max: float = 0.6  # s: the first double support ends at the latest here
-    start_tolerance: float = 0.02  # m: ... or as soon as the DCM is this near its nominal place
+    start_tolerance: float = 0.03  # m: ... or as soon as the DCM is this near its nominal place
+    start_dcm_gain: float = 6.0  # 1/s, DCM error decay while the first double support moves the load
     step_width: float = 0.20
     min_width: float = 0.15
     max_width: float = 0.38

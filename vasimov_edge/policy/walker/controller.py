@@ -156,7 +156,9 @@ class WalkerV2:
         return float(np.linalg.norm(xi - self._clip_stand(xi))) > self.cfg.push_trigger
 
     def _step_velocity(self) -> Vec:
-        return self.cmd[:2].copy()
+        """The planar velocity the steps are sized for (heading frame): none on the first step out of stand, so
+        the load moves onto the first stance sole before the body is asked to travel."""
+        return np.zeros(2) if self.steps == 0 else self.cmd[:2].copy()
 
     # ------------------------------------------------------------------ gait
     def _start_walk(self, xi: Vec) -> None:
@@ -222,7 +224,8 @@ class WalkerV2:
         first_hold = self.steps == 0 and self.swing_start is None
         tau = 0.0 if first_hold else min(self.t_step - self.t_hold, period)
         xi_ref = p_ref + r_head @ d0 * math.exp(omega * tau)
-        p = dcm.zmp_command(p_ref, xi, xi_ref, cfg.dcm_gain, omega)
+        gain = cfg.start_dcm_gain if self.steps == 0 and self.swing_start is None else cfg.dcm_gain
+        p = dcm.zmp_command(p_ref, xi, xi_ref, gain, omega)
         if self.swing_start is None:
             # double support: the ZMP anywhere between the soles; the first step out of stand waits (up to
             # ``start_max``) for the DCM to reach its nominal place beside the stance sole
@@ -271,7 +274,8 @@ class WalkerV2:
             k = min(1.0, cfg.dt / max(remaining - cfg.land_phase * total, cfg.dt))
             f.pos[:2] = f.pos[:2] + k * (target - f.pos[:2])
             f.yaw = f.yaw + k * _wrap(yaw - f.yaw)
-        f.pos[2] = cfg.swing_height * math.sin(math.pi * phase)
+        # raised cosine: zero vertical speed at lift-off and touchdown (a sine landed at 0.4 m/s and the sole bounced)
+        f.pos[2] = cfg.swing_height * 0.5 * (1.0 - math.cos(2.0 * math.pi * phase))
 
     # ------------------------------------------------------------------ tick
     def step(self, inp: PolicyInput) -> PolicyOutput:
@@ -289,7 +293,8 @@ class WalkerV2:
         cfg = self.cfg
         q = np.asarray(inp.q, dtype=np.float64)
         anchor = self.feet[self.stance]
-        est = self.est.update(inp.quat, q, self.stance, anchor.pos[:2], anchor.yaw)
+        est = self.est.update(inp.quat, q, self.stance, anchor.pos[:2], anchor.yaw, np.asarray(inp.gyro, dtype=np.float64),
+                              np.asarray(inp.qd, dtype=np.float64))
         xi = dcm.dcm_of(est.com[:2], est.com_vel, self.omega)
         self._shape_command(inp.command)
         self.heading_goal = _wrap(self.heading_goal + self.cmd[2] * cfg.dt)

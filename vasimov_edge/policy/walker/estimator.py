@@ -5,8 +5,10 @@ around its pelvis; the COM and the soles then follow by forward kinematics. Leg 
 stance foot; in double support the most recently landed one) is taken to rest where the gait put it, so the COM in
 the odometry frame is that sole's pose plus the measured sole-to-COM vector. Everything the balance laws use is
 relative to the soles, so a landing a few centimetres off the plan shifts the odometry, not the balance.
-The COM velocity is the filtered finite difference of that odometry position (continuous across an anchor switch,
-because the new anchor is placed where the previous one measures it).
+The COM velocity relative to the anchor sole comes from the joint rates and the gyro through the Jacobians
+(``J_com - J_sole``, base angular velocity = gyro), low-pass filtered. A finite difference of the odometry position
+was tried first: a sole rolling onto its toe or the anchor switching at touchdown showed up as velocity spikes of
+1-3 m/s that threw the next foothold far out (measured while walking at 0.4 m/s).
 """
 
 from __future__ import annotations
@@ -61,13 +63,16 @@ class Estimator:
         self.dt = dt
         self.vel_filter = vel_filter
         self.names = joints.SIM_NAMES
+        self.v_index = np.array([robot.get_joint_v_offset(n) for n in self.names], dtype=np.intp)
+        self._qd = np.zeros(robot.model.nv)
         self.reset()
 
     def reset(self) -> None:
-        self._prev_com: Vec | None = None
         self.com_vel = np.zeros(2)
+        self._started = False
 
-    def update(self, quat: Vec, q: Vec, anchor: str, anchor_pos: Vec, anchor_yaw: float) -> Estimate:
+    def update(self, quat: Vec, q: Vec, anchor: str, anchor_pos: Vec, anchor_yaw: float, gyro: Vec | None = None,
+               qd: Vec | None = None) -> Estimate:
         """One tick: pose the model, place it so the ``anchor`` sole sits at ``anchor_pos`` (xy) with the measured
         relative yaw kept, and return the estimate."""
         robot = self.robot
@@ -95,14 +100,23 @@ class Estimator:
         com_o = to_odom(com)
         feet = {sd: to_odom(frames[sd][:3, 3]) for sd in SIDES}
         feet_yaw = {sd: yaw_of(rz @ frames[sd][:3, :3]) for sd in SIDES}
-        if self._prev_com is not None:
-            raw = (com_o[:2] - self._prev_com) / self.dt
-            self.com_vel = self.com_vel + self.vel_filter * (raw - self.com_vel)
-        self._prev_com = com_o[:2].copy()
+        if gyro is not None and qd is not None:
+            v = self._qd
+            v[:] = 0.0
+            v[3:6] = gyro  # the free flyer's angular velocity is in the base frame, as the gyro measures it
+            v[self.v_index] = qd
+            jac = np.asarray(robot.com_jacobian()) - np.asarray(
+                robot.frame_jacobian(f"{anchor}_foot", "local_world_aligned"))[:3]
+            raw = (rz @ (jac @ v))[:2]
+            if not np.all(np.isfinite(raw)):
+                raw = self.com_vel
+            if self._started:
+                self.com_vel = self.com_vel + self.vel_filter * (raw - self.com_vel)
+            else:
+                self.com_vel = raw
+                self._started = True
         tilt = math.acos(max(-1.0, min(1.0, float(r[2, 2]))))
         return Estimate(com_o, self.com_vel.copy(), feet, feet_yaw, yaw_of(r), tilt)
 
     def rebase(self) -> None:
-        """The anchor sole changed: the odometry frame jumps under the estimate (the new sole's landing error and
-        yaw), so the next tick keeps the filtered velocity instead of differencing across the jump."""
-        self._prev_com = None
+        """The anchor sole changed; the velocity (relative to a sole at rest) carries over."""
