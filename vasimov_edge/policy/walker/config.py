@@ -48,5 +48,6 @@ class WalkerConfig:
     vel_filter: float = 0.5  # per tick, COM velocity low-pass
     push_trigger: float = 0.03  # m the DCM may leave the soles' area before standing turns into stepping
     stop_dcm: float = 0.06  # m: walking stops at a touchdown with zero command and the DCM this near the middle
+    trunk_pitch: float = 0.0  # rad, pelvis pitched forward (frees ankle dorsiflexion: the COM moves ahead of the hips)
     # motor gains (the fact sheet's stand gains on the legs; the policy gains elsewhere)
     gravity_ff: bool = True

@@ -100,7 +100,10 @@ class WholeBody:
             self.foot_task[s].T_world_frame = _frame(feet[s].pos, feet[s].yaw)
         self.com_task.target_world = np.array([com_xy[0], com_xy[1], self.cfg.com_height])
         c, s_ = math.cos(heading), math.sin(heading)
-        self.trunk_task.R_world_frame = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
+        cp, sp = math.cos(self.cfg.trunk_pitch), math.sin(self.cfg.trunk_pitch)
+        yaw = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
+        pitch = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+        self.trunk_task.R_world_frame = yaw @ pitch
 
     def solve(self, feet: dict, com_xy: Vec, heading: float, support: dict[str, float], zmp: Vec,
               com_acc: Vec) -> tuple[Vec, Vec]:
