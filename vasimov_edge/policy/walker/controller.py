@@ -293,7 +293,8 @@ class WalkerV2:
         cfg = self.cfg
         q = np.asarray(inp.q, dtype=np.float64)
         anchor = self.feet[self.stance]
-        est = self.est.update(inp.quat, q, self.stance, anchor.pos[:2], anchor.yaw, np.asarray(inp.gyro, dtype=np.float64),
+        gyro = np.asarray(inp.gyro, dtype=np.float64)
+        est = self.est.update(inp.quat, q, self.stance, anchor.pos[:2], anchor.yaw, gyro,
                               np.asarray(inp.qd, dtype=np.float64))
         xi = dcm.dcm_of(est.com[:2], est.com_vel, self.omega)
         self._shape_command(inp.command)
