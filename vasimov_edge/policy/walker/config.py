@@ -33,6 +33,9 @@ class WalkerConfig:
     max_width: float = 0.38
     max_forward: float = 0.22
     max_backward: float = 0.18
+    # m/s: most the steps' velocity changes from one step to the next; a bounded search (docs/walker.md) and a sweep of
+    # 0.4 / 0.1 / 0.05: 0.05 kept 0.4 m/s sideways up for 8 s and lengthened forward/backward survival to 4.8 / 3.8 s
+    step_dv: float = 0.05
     max_turn: float = 0.35  # rad per step
     heading_gain: float = 0.5  # share of the IMU heading error corrected by each step (locomotion_notes: 0.5)
     swing_height: float = 0.04

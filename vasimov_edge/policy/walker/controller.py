@@ -92,6 +92,7 @@ class WalkerV2:
         self.swing_t0 = 0.0
         self.t_hold = 0.0  # s the first double support was held beyond ``double_support`` (the reference waits)
         self.cmd = np.zeros(3)
+        self.gait_vel = np.zeros(2)  # planar velocity the steps are sized for (heading frame)
         self.heading = 0.0
         self.heading_goal = 0.0  # integrated commanded heading, IMU frame
         self.steps = 0
@@ -156,9 +157,9 @@ class WalkerV2:
         return float(np.linalg.norm(xi - self._clip_stand(xi))) > self.cfg.push_trigger
 
     def _step_velocity(self) -> Vec:
-        """The planar velocity the steps are sized for (heading frame): none on the first step out of stand, so
-        the load moves onto the first stance sole before the body is asked to travel."""
-        return np.zeros(2) if self.steps == 0 else self.cmd[:2].copy()
+        """The planar velocity the steps are sized for (heading frame): zero out of stand (the first step only
+        moves the load), then following the command by at most ``step_dv`` per touchdown."""
+        return self.gait_vel.copy()
 
     # ------------------------------------------------------------------ gait
     def _start_walk(self, xi: Vec) -> None:
@@ -173,6 +174,7 @@ class WalkerV2:
         else:
             swing = "right" if self.stance == "left" else "left"
         self.mode = "walk"
+        self.gait_vel = np.zeros(2)
         self._switch_anchor(OTHER[swing])
         self.prev_stance_pos = self._sole_centre(swing)
         self.t_step = 0.0
@@ -206,6 +208,10 @@ class WalkerV2:
         self.swing_start = None
         self.t_hold = 0.0
         self.steps += 1
+        # the steps' velocity follows the command by at most ``step_dv`` per step: a step sized for a velocity the
+        # body does not have yet asks the ZMP for more than the sole can give
+        dv = self.cfg.step_dv
+        self.gait_vel = self.gait_vel + np.clip(self.cmd[:2] - self.gait_vel, -dv, dv)
 
     def _walk_tick(self, est: Estimate, xi: Vec) -> tuple[Vec, str | None]:
         """Advance the walk one tick; returns the commanded ZMP and the swinging side (None in double support)."""
