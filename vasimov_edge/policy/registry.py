@@ -21,7 +21,7 @@ WALKER_V2 = "builtin-v2"
 ZERO = "zero"
 HOLD_ALIASES = (ZERO, "hold")
 SPEC_HELP = (
-    f"'{BUILTIN}', '{WALKER_V2}' (the LIPM/DCM walker on placo), '{ZERO}' (alias 'hold'), "
+    f"'{BUILTIN}', '{ZERO}' (alias 'hold'), '{WALKER_V2}' (the LIPM/DCM walker on placo), "
     f"a local .onnx path, or a Hugging Face spec such as {OFFICIAL_SPEC} "
     "(hf://<owner>/<repo>[/<file>][@<revision>])"
 )
