@@ -27,8 +27,9 @@ from vasimov_edge.policy.registry import make_backend
 
 PARAMS: tuple[ParamSpec, ...] = (
     *COMMON,
-    ParamSpec("backend", "builtin", "Locomotion backend: 'builtin' (model-based controller, no weights), 'hold' "
-              "(holds the stand pose), a local .onnx file, or hf://REPO@REVISION."),
+    ParamSpec("backend", "builtin", "Locomotion backend: 'builtin' (model-based controller, no weights), "
+              "'builtin-v2' (the LIPM/DCM walker on placo), 'hold' (holds the stand pose), a local .onnx file, or "
+              "hf://REPO@REVISION."),
 )
 
 

@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--scene", metavar="NAME[+FRICTION]", help="world around the robot (vasimov scenes lists them)")
     up.add_argument("--realism", metavar="PROFILE[,KEY=VALUE...]",
                     help="sensor and actuator realism: none (default), typical, training; seeded by --seed")
-    up.add_argument("--policy", help="builtin | hold | PATH.onnx | hf://REPO@REVISION")
+    up.add_argument("--policy", help="builtin | builtin-v2 | hold | PATH.onnx | hf://REPO@REVISION")
     up.add_argument("--script", help="YAML command script fed to the firmware at its ticks")
     up.add_argument("--viewer", action="store_true", help="open MuJoCo's passive viewer on the plant")
     up.add_argument("--launch", default=str(_default_launch()), help="launch file (ROS 2 YAML format)")
