@@ -29,10 +29,11 @@ def test_walker_v2_walks_forward_at_the_sdk_limit():
     r = wb.run_scenario(wb.Scenario("fwd", 3.0, commands=((0.0, 0.4, 0.0, 0.0),), criteria=NO_COMPUTE), _v2,
                         trace=trace)
     assert r.fell_at is None
-    # measured 0.52 m of the 1.2 m commanded: the first 0.6-0.8 s shift the load and take a zero-velocity first step
-    # (docs/walker.md has the envelope; v2 does not yet track 0.4 m/s)
-    assert r.along > 0.4
-    assert abs(r.heading) < 0.6  # measured 0.51 rad: the soles spin in yaw at this speed (docs/walker.md)
+    # measured 0.35 m of the 1.2 m commanded, heading 0.00 rad: the first 0.6-0.8 s shift the load and take a
+    # zero-velocity first step, then the steps' velocity ramps by 0.05 m/s per step (docs/walker.md: v2 does not yet
+    # track 0.4 m/s; it falls at ~4.8 s)
+    assert r.along > 0.25
+    assert abs(r.heading) < 0.2
     assert min(s["z"] for s in trace) > 0.55
 
 
