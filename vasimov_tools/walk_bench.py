@@ -186,7 +186,7 @@ def standard_scenarios() -> dict[str, Scenario]:
     return {**load_suite("standard"), **load_suite("goals")}
 
 
-VIEWER_SETS = ("locomotion", "distance", "push_standing", "push_walking", "push_sustained", "friction")
+VIEWER_SETS = ("locomotion", "distance", "push_standing", "push_walking", "push_sustained", "friction", "terrain")
 
 
 def viewer_scenarios() -> dict[str, Scenario]:
