@@ -17,7 +17,7 @@ from vasimov_tools import bench_run, cli
 # -- the rules, on hand-made result documents -------------------------------------------------------------------------
 def _doc(name: str = "s", status: str = "passed", fell_at: float | None = None, tracking: float = 0.05,
          gz: float = -0.99, drift: float = 0.02, moving: bool = True, half: float | None = 0.5,
-         stop: float | None = 0.6) -> dict:
+         stop: float | None = 0.6, pushes: int | None = None) -> dict:
     v = 0.2 if moving else 0.0
     trace = [{"t": 0.1 * k, "x": 0.02 * k, "y": 0.0, "heading": 0.0, "cmd_vx": v, "cmd_vy": 0.0, "cmd_wz": 0.0,
               "vx": v, "vy": 0.0, "wz": 0.0, "tilt_deg": 3.0, "z": 0.6} for k in range(11)]
@@ -26,6 +26,7 @@ def _doc(name: str = "s", status: str = "passed", fell_at: float | None = None, 
             "outcome": {"fell_at": fell_at, "along": 0.2, "lateral": 0.0, "drift": drift, "heading": 0.0,
                         "min_pelvis_height": 0.6, "max_gravity_z": gz, "tracking_error": tracking,
                         "yaw_tracking_error": 0.01, "step_half_time": half, "stop_time": stop,
+                        **({} if pushes is None else {"pushes_survived": pushes}),
                         "failures": [] if status == "passed" else ["x"]}}
 
 
@@ -48,6 +49,9 @@ TOL = bc.Tolerances()
     (_doc(), _doc(half=0.9), bc.WORSE),  # slower to half of a commanded change
     (_doc(), _doc(stop=0.2), bc.BETTER),  # stops sooner after a zero
     (_doc(), _doc(half=None, stop=None), bc.SAME),  # not measured in one run: not judged
+    (_doc(status="failed", fell_at=0.9, pushes=1), _doc(status="failed", fell_at=0.9, pushes=2), bc.BETTER),
+    (_doc(pushes=2), _doc(pushes=1), bc.WORSE),  # one viewer push tier fewer
+    (_doc(), _doc(pushes=1), bc.SAME),  # older results without the key: not judged
 ])
 def test_verdict_rules(a, b, verdict):
     c = bc.judge("s", a, b, TOL)

@@ -8,7 +8,8 @@ Scenarios are matched by name. For each, the differences that matter and a verdi
   ``fall_time`` tolerance is *better*, earlier *worse*;
 * **tracking error** (planar and yaw, lower is better), **step half time** and **stop time** (how fast the body answers
   a change of command and stops after a zero, :mod:`vasimov_tools.tracking`; lower is better), **peak tilt** (from
-  ``outcome.max_gravity_z``, lower is better: margin to the fall rule) and, for scenarios that command no motion at
+  ``outcome.max_gravity_z``, lower is better: margin to the fall rule), **pushes survived** (the viewer's push
+  tiers, higher is better, any difference counts) and, for scenarios that command no motion at
   all, **drift** (lower is better): a difference beyond its tolerance counts, a smaller one is noise.
 
 A scenario is *worse* when any of these is worse, else *better* when any is better, else *same*. Along/lateral/
@@ -153,6 +154,9 @@ def judge(name: str, a: dict[str, Any] | None, b: dict[str, Any] | None, tol: To
               ("peak tilt", tilt_deg(oa), tilt_deg(ob), tol.tilt_deg, "deg"),
               ("step half time", oa.get("step_half_time"), ob.get("step_half_time"), tol.response_time, "s"),
               ("stop time", oa.get("stop_time"), ob.get("stop_time"), tol.response_time, "s")]
+    pa, pb = oa.get("pushes_survived"), ob.get("pushes_survived")
+    if pa is not None and pb is not None and pa != pb:
+        note(1 if pb > pa else -1, f"stands through {pb} of the pushes instead of {pa}")
     if not commands_motion(a) and not commands_motion(b):
         checks.append(("drift", oa.get("drift"), ob.get("drift"), tol.drift, "m"))
     for label, va, vb, t, unit in checks:

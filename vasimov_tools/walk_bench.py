@@ -165,6 +165,9 @@ class Result:
     step_count: int = 0
     stop_time: float | None = None
     stop_count: int = 0
+    # pushes the robot stood through (not fallen by the next push's start or the scenario's end): the viewer bench's
+    # push tiers ("reasonable" at 2 s, "beyond" at 8 s) survived, 0-2
+    pushes_survived: int = 0
 
 
 def random_commands(seed: int, n: int = 20, duration: float = 60.0) -> tuple[Command, ...]:
@@ -409,9 +412,19 @@ def run_scenario(
         **_tracking_scores(measured, commanded),
     )
     res.sole_spin_max, res.sole_spin_p95 = grip.summary()
+    res.pushes_survived = pushes_survived([p.t for p in scenario.pushes], fell_at)
     res.failures = check(scenario.criteria, res)
     res.passed = not res.failures
     return res
+
+
+def pushes_survived(push_times: Sequence[float], fell_at: float | None) -> int:
+    """How many pushes (start times, any order) the robot stood through: each push up to the next one's start, the
+    last to the end of the run. A fall during or after push k (before push k+1 starts) leaves k pushes survived."""
+    times = sorted(push_times)
+    if fell_at is None:
+        return len(times)
+    return sum(1 for k in range(len(times)) if k + 1 < len(times) and fell_at > times[k + 1])
 
 
 def check(c: Criteria, r: Result) -> list[str]:
