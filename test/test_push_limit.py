@@ -41,14 +41,23 @@ def test_the_probe_is_a_pelvis_push_of_015_s_standing_or_walking():
     s = pl.push_scenario("left", 250.0, walking=0.3)
     (p,) = s.pushes
     assert (p.body, p.force, p.duration, p.t) == ("pelvis_link", (0.0, 250.0, 0.0), 0.15, pl.WALKING_PUSH_T)
+    late = pl.push_scenario("left", 250.0, walking=0.3, t=3.5)
+    assert late.pushes[0].t == 3.5 and late.duration == 3.5 + pl.RECOVER_SECONDS and late.name != s.name
     assert s.commands == ((0.0, 0.3, 0.0, 0.0),) and s.duration == pl.WALKING_PUSH_T + pl.RECOVER_SECONDS
     back = pl.push_scenario("back", 300.0)
     assert back.pushes[0].force == (-300.0, 0.0, 0.0) and back.commands == ((0.0, 0.0, 0.0, 0.0),)
     assert back.criteria.max_compute_p99 is None  # only the fall decides
 
 
-@pytest.mark.parametrize("args", [["--range", "500", "100"], ["--walking", "0.6"], ["--direction", "up"],
-                                  ["--policy", "builtin:nonsense"]])
+def test_phases_spread_the_push_over_a_gait_cycle():
+    assert pl.push_times(0.0) == [pl.STANDING_PUSH_T]
+    assert pl.push_times(0.3, 4) == pytest.approx([3.0, 3.25, 3.5, 3.75])
+    with pytest.raises(ValueError):
+        pl.push_times(0.3, 0)
+
+
+@pytest.mark.parametrize("args", [["--phases", "0"], ["--range", "500", "100"], ["--walking", "0.6"],
+                                  ["--direction", "up"], ["--policy", "builtin:nonsense"]])
 def test_usage_errors_exit_2_before_any_run(args, capsys):
     with pytest.raises(SystemExit) as exc:
         pl.main(args)

@@ -1,10 +1,12 @@
-"""``vasimov bench push-limit --policy SPEC [--direction D ...] [--walking VX]``: the largest 0.15 s pelvis push a
-policy survives, per direction, found by bisection through the bench's own path.
+"""``vasimov bench push-limit --policy SPEC [--direction D ...] [--walking VX] [--phases N]``: the largest 0.15 s
+pelvis push a policy survives, per direction, found by bisection through the bench's own path.
 
 Every probe is one scenario run by :func:`vasimov_tools.walk_bench.run_scenario` with the backend that ``vasimov
 bench run --policy SPEC`` would use (:func:`vasimov_tools.bench_run.policy_factory`): boot (stand, balance, settle),
 then either balance (standing) or walk forward at ``--walking`` m/s, one push of F newtons for 0.15 s at the pelvis
-at t = 2 s (standing) or 3 s (walking, two gait cycles in), and 4 s more to recover or fall. Survived means the
+at t = 2 s (standing) or 3 s (walking, two gait cycles in), and 4 s more to recover or fall. With ``--phases N`` each
+probe is N runs pushing at instants spread over 1 s from there (about one gait cycle), and a force counts as survived
+only if every run survives it: a walking limit then holds across the gait, not at one phase of it. Survived means the
 bench's fall rule never fired (pelvis above 0.45 m over the ground, tilt below 36.9 deg). Directions are in the world
 frame, which at boot is the robot's own (it faces +x): front pushes toward +x (the viewer's and the goals suite's
 "front"), back toward -x, left +y, right -y.
@@ -34,6 +36,7 @@ PUSH_SECONDS = 0.15
 STANDING_PUSH_T = 2.0  # s after the scenario's clock starts
 WALKING_PUSH_T = 3.0
 RECOVER_SECONDS = 4.0  # after the push: time to fall or recover
+PHASE_SPAN = 1.0  # s over which --phases spreads the push times: about one gait cycle (two steps) of a walker
 DEFAULT_RANGE = (0.0, 1000.0)  # N
 DEFAULT_TOLERANCE = 10.0  # N
 
@@ -74,15 +77,25 @@ def bisect_limit(survives: Callable[[float], bool], lo: float, hi: float, tolera
     return Bisection(good, bad, probes)
 
 
-def push_scenario(direction: str, force: float, walking: float = 0.0) -> Any:
-    """The probe scenario: a push of ``force`` N toward ``direction`` at the pelvis, standing or walking at
-    ``walking`` m/s (a walk_bench.Scenario; no pass criterion but the fall)."""
+def push_times(walking: float, phases: int = 1) -> list[float]:
+    """When the probes push: at 2 s (standing) or 3 s (walking), and with ``phases`` > 1 at that many instants spread
+    evenly over ``PHASE_SPAN`` from there, so a walking push meets the gait in several phases."""
+    if phases < 1:
+        raise ValueError(f"phases must be >= 1, got {phases}")
+    t0 = WALKING_PUSH_T if walking else STANDING_PUSH_T
+    return [t0 + k * PHASE_SPAN / phases for k in range(phases)]
+
+
+def push_scenario(direction: str, force: float, walking: float = 0.0, t: float | None = None) -> Any:
+    """The probe scenario: a push of ``force`` N toward ``direction`` at the pelvis at ``t`` (default: the first of
+    :func:`push_times`), standing or walking at ``walking`` m/s (a walk_bench.Scenario; no pass criterion but the
+    fall)."""
     from vasimov_tools.walk_bench import Criteria, Push, Scenario
 
     unit = DIRECTIONS[direction]
-    t = WALKING_PUSH_T if walking else STANDING_PUSH_T
+    t = push_times(walking)[0] if t is None else t
     return Scenario(
-        f"push_limit_{direction}_{force:g}N" + (f"_walking_{walking:g}" if walking else ""), t + RECOVER_SECONDS,
+        f"push_limit_{direction}_{force:g}N_t{t:g}" + (f"_walking_{walking:g}" if walking else ""), t + RECOVER_SECONDS,
         commands=((0.0, float(walking), 0.0, 0.0),),
         pushes=(Push(t, tuple(force * u for u in unit), PUSH_SECONDS, "pelvis_link"),),  # type: ignore[arg-type]
         criteria=Criteria(max_compute_p99=None),
@@ -96,25 +109,31 @@ def search(task: dict[str, Any]) -> dict[str, Any]:
     from vasimov_tools.walk_bench import run_scenario
 
     factory = bench_run.policy_factory(task["policy"])
-    falls: dict[float, float | None] = {}
+    falls: dict[float, list[float | None]] = {}
 
-    def survives(force: float) -> bool:
-        r = run_scenario(push_scenario(task["direction"], force, task["walking"]), factory)
-        falls[force] = r.fell_at
-        return r.fell_at is None
+    def survives(force: float) -> bool:  # every phase must be survived; stop at the first that falls
+        falls[force] = []
+        for t in push_times(task["walking"], task["phases"]):
+            r = run_scenario(push_scenario(task["direction"], force, task["walking"], t), factory)
+            falls[force].append(r.fell_at)
+            if r.fell_at is not None:
+                return False
+        return True
 
     b = bisect_limit(survives, task["lo"], task["hi"], task["tolerance"])
-    return {**task, **asdict(b), "probes": [{"force": f, "survived": ok, "fell_at": falls[f]} for f, ok in b.probes]}
+    return {**task, **asdict(b), "push_times": push_times(task["walking"], task["phases"]),
+            "probes": [{"force": f, "survived": ok, "fell_at": falls[f]} for f, ok in b.probes]}
 
 
 def format_table(reports: Sequence[dict[str, Any]]) -> str:
-    head = f"{'direction':<10} {'walking':>8} {'survived':>9} {'fell':>7} {'probes':>6}"
+    head = f"{'direction':<10} {'walking':>8} {'phases':>6} {'survived':>9} {'fell':>7} {'probes':>6}"
     lines = [head, "-" * len(head)]
     for r in reports:
         hi = r["hi"]
         surv = "-" if r["survived"] is None else (f">={hi:g}" if r["fell"] is None else f"{r['survived']:.0f}")
         fell = "-" if r["fell"] is None else f"{r['fell']:.0f}"
-        lines.append(f"{r['direction']:<10} {r['walking']:>8.2f} {surv:>9} {fell:>7} {len(r['probes']):>6}")
+        lines.append(f"{r['direction']:<10} {r['walking']:>8.2f} {r['phases']:>6} {surv:>9} {fell:>7} "
+                     f"{len(r['probes']):>6}")
     lines.append(f"N, 0.15 s at the pelvis; policy {reports[0]['policy'] if reports else '?'}; "
                  f"bisection to {reports[0]['tolerance'] if reports else '?'} N")
     return "\n".join(lines)
@@ -130,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--range", nargs=2, type=float, default=list(DEFAULT_RANGE), metavar=("LO", "HI"),
                     help="forces to search, N (default %(default)s)")
     ap.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help="N (default %(default)s)")
+    ap.add_argument("--phases", type=int, default=1,
+                    help=f"push at this many instants spread over {PHASE_SPAN:g} s (about a gait cycle); a force "
+                         "counts as survived only if every one is (default 1)")
     ap.add_argument("--workers", type=int, default=1, help="directions searched in parallel processes (default 1)")
     ap.add_argument("--out", default=None, help="write the reports as JSON to this file")
     return ap
@@ -141,8 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from vasimov_tools import bench_run
 
     lo, hi = args.range
-    if not (0.0 <= lo < hi) or args.tolerance <= 0.0 or args.workers < 1:
-        ap.error("need 0 <= LO < HI, --tolerance > 0 and --workers >= 1")
+    if not (0.0 <= lo < hi) or args.tolerance <= 0.0 or args.workers < 1 or args.phases < 1:
+        ap.error("need 0 <= LO < HI, --tolerance > 0, --workers >= 1 and --phases >= 1")
     if not -0.4 <= args.walking <= 0.4:
         ap.error("--walking must be within the SDK's vx range -0.4..0.4 m/s")
     problem = bench_run.policy_error(args.policy)
@@ -151,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = args.direction or ["all"]
     directions = list(DIRECTIONS) if "all" in chosen else list(dict.fromkeys(chosen))
     tasks = [{"policy": args.policy, "direction": d, "walking": args.walking, "lo": lo, "hi": hi,
-              "tolerance": args.tolerance} for d in directions]
+              "tolerance": args.tolerance, "phases": args.phases} for d in directions]
     if args.workers == 1 or len(tasks) == 1:
         reports = [search(t) for t in tasks]
     else:
