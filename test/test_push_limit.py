@@ -3,6 +3,8 @@ through the bench, and the command's usage errors. The physics runs are in the b
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from vasimov_tools import push_limit as pl
@@ -62,3 +64,15 @@ def test_usage_errors_exit_2_before_any_run(args, capsys):
     with pytest.raises(SystemExit) as exc:
         pl.main(args)
     assert exc.value.code == 2
+
+
+def test_the_command_probes_through_the_bench_and_writes_its_report(tmp_path, capsys):
+    """Two real probes of the built-in controller (0 N stands, 1000 N fells it): the range ends, the JSON report
+    with each probe's fall time, and the table."""
+    out = tmp_path / "limits.json"
+    assert pl.main(["--direction", "front", "--range", "0", "1000", "--tolerance", "1000", "--out", str(out)]) == 0
+    (report,) = json.loads(out.read_text())
+    assert (report["direction"], report["survived"], report["fell"]) == ("front", 0.0, 1000.0)
+    assert [(p["force"], p["survived"]) for p in report["probes"]] == [(1000.0, False), (0.0, True)]
+    assert report["probes"][0]["fell_at"][0] > pl.STANDING_PUSH_T and report["probes"][1]["fell_at"] == [None]
+    assert "front" in capsys.readouterr().out
