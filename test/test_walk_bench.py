@@ -192,3 +192,13 @@ def test_cli_passes_options_to_the_bench(capsys):
 ])
 def test_pushes_survived_counts_the_pushes_stood_through(times, fell_at, n):
     assert wb.pushes_survived(times, fell_at) == n
+
+
+def test_without_scene_each_scenario_keeps_its_own_scene():
+    """`vasimov bench walk --set viewer` ran the viewer's friction files on the default floor (the flat scene was
+    always passed); without --scene the file's own scene and friction apply, as in `vasimov bench run`."""
+    from vasimov.scenes import parse_scene
+
+    assert wb.scene_override("", parse_scene("")) is None
+    ice = parse_scene("flat+ice")
+    assert wb.scene_override("flat+ice", ice) is ice

@@ -475,6 +475,12 @@ def format_table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def scene_override(text: str, scene: Scene) -> Scene | None:
+    """The scene ``--scene`` imposes on every scenario, or None (no ``--scene``: each file's own scene and friction,
+    so the viewer's terrain and friction files run where `vasimov bench run` runs them)."""
+    return scene if text.strip() else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     standard = standard_scenarios()
     viewer = viewer_scenarios()
@@ -491,7 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="drive the scenarios through the full node graph with the real menlo-sdk over UDP (one "
                          "fresh `vasimov up` per scenario, lockstep unless --realtime); vasimov_tools.walk_bench_graph")
     ap.add_argument("--realtime", action="store_true", help="with --graph: run the graph in real time")
-    ap.add_argument("--scene", default="", help="scene to walk in (vasimov scenes; default flat): NAME[+FRICTION]")
+    ap.add_argument("--scene", default="", help="scene to walk every scenario in (vasimov scenes), NAME[+FRICTION]; "
+                    "default: each scenario's own")
     ap.add_argument("--seed", type=int, default=0, help="seed of the scene's layout (obstacles, rough)")
     ap.add_argument("--realism", default="", help="sensor and actuator realism (vasimov.realism): none (default), "
                     "typical, training, PROFILE,KEY=VALUE...; drawn from each scenario's seed")
@@ -529,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for n in names:
         scenario = replace(scenarios[n], realism=args.realism) if args.realism else scenarios[n]
-        r = run_scenario(scenario, factory, scene=scene)
+        r = run_scenario(scenario, factory, scene=scene_override(args.scene, scene))
         results.append(r)
         print(json.dumps(asdict(r)), flush=True)
     print(format_table(results))
