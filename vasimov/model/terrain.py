@@ -6,8 +6,9 @@ group 0 (``SCENE_GROUP``), named ``scene_*``, colliding like the floor (contype 
 floor's friction), so the feet's friction governs foot contacts exactly as on the flat floor. A friction override
 gives the floor and every scene geom priority 2 and its sliding coefficient: then the ground's friction governs.
 
-Seeded layouts (obstacles, rough ground) draw from their own stream of the run's seed
-(``SeedSequence([seed, salt])``), so the same seed gives the same world and the plant's own generator is untouched.
+Seeded layouts (obstacles, rough ground, the tile heights of the viewer's rough course) draw from their own stream
+of the run's seed (``SeedSequence([seed, salt])``), so the same seed gives the same world and the plant's own
+generator is untouched.
 
 :func:`scene_geoms` reads the ground back from a *compiled* model (what MuJoCo simulates, not what was asked for)
 as plain JSON-able data: the plant publishes it on ``/vasimov/scene`` for viewers (the Foxglove bridge draws it).
