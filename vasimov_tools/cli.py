@@ -11,6 +11,7 @@
     vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]
     vasimov bench compare A B [--out DIR] [--tol-NAME X ...]
     vasimov bench compare --policy A --policy B SUITE|FILE... [--out DIR] [--workers N] [--ray ADDRESS]
+    vasimov bench push-limit [--policy SPEC] [--direction front|back|left|right|all ...] [--walking VX] [--out FILE]
     vasimov replay BAG [--out DIR]
 """
 
@@ -315,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp = bsub.add_parser("compare", help="two bench run result folders (or a suite run with two --policy): "
                                            "per-scenario verdicts, exit 1 on regression")
     comp.add_argument("rest", nargs=argparse.REMAINDER)
+    plim = bsub.add_parser("push-limit", help="largest survived 0.15 s pelvis push per direction (bisection)")
+    plim.add_argument("rest", nargs=argparse.REMAINDER)
     rep = sub.add_parser("replay", help="a bag's motor commands open-loop into the plant: residuals against the log")
     rep.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
@@ -336,6 +339,10 @@ def main(argv: list[str] | None = None) -> int:
         from vasimov_tools import bench_compare
 
         return bench_compare.main(args[2:])
+    if args[:2] == ["bench", "push-limit"]:
+        from vasimov_tools import push_limit
+
+        return push_limit.main(args[2:])
     if args[:1] == ["replay"]:
         from vasimov_tools import replay
 
