@@ -134,7 +134,7 @@ def sandbox(tmp: Path) -> Path:
 def run_block(block: db.Block, work: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = dict(env, HOME=str(work.parent / "home"), PATH=f"{VENV_BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}",
                NO_COLOR="1", TERM="dumb")
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.code], cwd=work, env=env, text=True,
+    return subprocess.run(["bash", "-e", "-c", block.code], cwd=work, env=env, text=True,
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=BLOCK_TIMEOUT_S)
 
 
