@@ -62,7 +62,7 @@ def test_every_relative_link_and_anchor_resolves() -> None:
 
 def test_pending_pages_are_listed_only_while_missing() -> None:
     landed = sorted(p for p in PENDING if (ROOT / p).exists())
-    assert not landed, f"these pages exist now: remove them from test_docs.PENDING so links to them are checked: {landed}"
+    assert not landed, f"these exist now: remove them from test_docs.PENDING so links to them are checked: {landed}"
 
 
 def test_slugs_follow_the_forges_rules() -> None:
@@ -85,7 +85,8 @@ def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
     assert not db.resolve(missing_file)[0].exists()
     assert page.exists()
     md = tmp_path / "x.md"
-    md.write_text("# Title\n\n```bash\n# [not](a-link.md)\n```\n\nSee [a wrapped\nlink](y.md#title) and `[code](z.md)`.\n")
+    md.write_text("# Title\n\n```bash\n# [not](a-link.md)\n```\n\n"
+                  "See [a wrapped\nlink](y.md#title) and `[code](z.md)`.\n")
     found = [(lk.line, lk.target) for lk in db.links_in(md, "x.md")]
     assert found == [(7, "y.md#title")]
 

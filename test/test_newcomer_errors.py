@@ -133,7 +133,7 @@ def test_vasimov_up_with_a_port_taken_says_which_and_starts_nothing(proto: str, 
 
 
 class _VersionHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         body = json.dumps({"robot_model": "asimov_1", "robot_os_version": "0.2.0"}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

@@ -301,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--launch", default=str(_default_launch()), help="launch file (ROS 2 YAML format)")
     up.add_argument("--record", metavar="DIR", help="also record every topic into a rosbag2 directory (MCAP)")
     up.add_argument("--compose", action="store_true",
-                    help="every node in one process on one executor: faster, no isolation (README, Composed mode)")
+                    help="every node in one process: faster, no isolation (docs/reliability-security.md)")
     up.add_argument("launch_args", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
     up.set_defaults(func=cmd_up)
 

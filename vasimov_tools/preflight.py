@@ -92,8 +92,8 @@ def conflict_message(taken: list[Port], twin_model: str | None) -> str:
              + (" is" if len(taken) == 1 else " are") + " already in use."]
     if twin_model is not None:
         lines.append(f"A twin is already running on this machine (it answers the SDK's version check as "
-                     f"{twin_model!r}): a second `make run` or `vasimov up` is not needed. Use the running one, or stop "
-                     "it (Ctrl-C in its terminal) and start again.")
+                     f"{twin_model!r}): a second `make run` or `vasimov up` is not needed. Use the running one, "
+                     "or stop it (Ctrl-C in its terminal) and start again.")
         lines.append(f"To run a second twin beside it, give it its own ports: vasimov up {SECOND_TWIN_ARGS}")
     else:
         lines.append("Another program holds " + ("it" if len(taken) == 1 else "them") + ". Find it with: "
