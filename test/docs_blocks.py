@@ -174,3 +174,15 @@ def resolve(link: Link) -> tuple[Path, str]:
     target, _, anchor = link.target.partition("#")
     base = (ROOT / link.page).parent
     return ((base / target).resolve() if target else ROOT / link.page), anchor
+
+
+def quoted_outputs(path: Path, heading_start: str) -> list[str]:
+    """The ```text blocks of the section whose heading text starts with `heading_start` (troubleshooting quotes
+    messages there; tests compare them with what the programs print)."""
+    text = path.read_text()
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"^#{1,6}\s+", line)
+                 and re.sub(r"^#{1,6}\s+", "", line).startswith(heading_start))
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^#{1,6}\s+", lines[i])), len(lines))
+    section = "\n".join(lines[start:end]) + "\n"
+    return [body for _, lang, body in split_fences(section)[0] if lang == "text"]

@@ -205,6 +205,8 @@ class TestAgainstARunningGraph:
         assert "Ctrl-C" in r.stderr and "sdk_http_port:=4000" in r.stderr, r.stderr
         assert "plant ready" not in r.stdout + r.stderr
         assert graph.proc.poll() is None
+        quoted = db.quoted_outputs(ROOT / "docs" / "troubleshooting.md", "`vasimov up: cannot start:")
+        assert r.stderr.strip() == quoted[0].strip(), "docs/troubleshooting.md quotes another message"
 
     def test_a_second_sdk_client_meets_the_state_port_taken(self, graph: Graph, tmp_path: Path) -> None:
         """docs/troubleshooting.md, "could not bind the state port": the SDK's own message when 8851 is held."""

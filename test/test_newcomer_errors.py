@@ -19,10 +19,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import docs_blocks as db
 import pytest
 from harness import ROOT, VENV_BIN, graph_env, next_domain_id
 
 from vasimov_tools import preflight
+
+TROUBLESHOOTING = ROOT / "docs" / "troubleshooting.md"
+
+
+def quoted(heading_start: str) -> list[str]:
+    """The messages docs/troubleshooting.md quotes under a heading (```text blocks)."""
+    return db.quoted_outputs(TROUBLESHOOTING, heading_start)
 
 FAKE_OLD_PYTHON = "#!/bin/sh\n[ \"$1\" = --version ] && echo 'Python 3.11.2' && exit 0\nexit 1\n"
 
@@ -130,6 +138,8 @@ def test_vasimov_up_with_a_port_taken_says_which_and_starts_nothing(proto: str, 
     assert f"cannot start: {port}/{proto}" in r.stderr and "is already in use" in r.stderr, r.stderr
     assert "Another program holds it" in r.stderr and f"vasimov up {arg}:=PORT" in r.stderr, r.stderr
     assert "plant ready" not in r.stdout + r.stderr  # no node started
+    if port == 3000:  # the case troubleshooting quotes
+        assert r.stderr.strip() == quoted("`vasimov up: cannot start:")[1].strip()
 
 
 class _VersionHandler(http.server.BaseHTTPRequestHandler):
@@ -177,6 +187,8 @@ def test_an_unknown_scene_or_policy_stops_vasimov_up_before_any_node(args: list[
     assert r.returncode == 2, r.stdout + r.stderr
     assert expected in r.stderr, r.stderr
     assert "plant ready" not in r.stdout + r.stderr
+    if args == ["--scene", "nope"]:  # the case troubleshooting quotes
+        assert r.stderr.strip() == quoted("`vasimov up: unknown scene")[0].strip()
 
 
 # -- the SDK pointed where no twin answers ---------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def planned_ports(args: dict[str, str]) -> list[Port]:
     """The fixed ports a launch with these (resolved) arguments will listen on; port 0 (any free one) is left out."""
     bind = args.get("sdk_bind_host", "127.0.0.1")
     ports = [
-        Port("udp", bind, int(args.get("sdk_command_port", "8850")), "the SDK command socket (menlo-sdk sends here)",
+        Port("udp", bind, int(args.get("sdk_command_port", "8850")), "the SDK command socket, where menlo-sdk sends",
              "sdk_command_port"),
         Port("tcp", bind, int(args.get("sdk_http_port", "3000")), "the robot's HTTP API", "sdk_http_port"),
     ]
