@@ -5,6 +5,11 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+if [ ! -x .venv/bin/python ]; then
+  echo "run_tests: no .venv in $ROOT (the tests run with .venv/bin/python). Run \`make setup\` first, or \`make test\`," >&2
+  echo "run_tests: which sets it up and then runs this script." >&2
+  exit 1
+fi
 if [ -z "${VASIMOV_IN_NETNS:-}" ]; then
   # needs the package registry, so before the network namespace; a no-op without ../shared/thirdparty
   bash tools/ros_tools_venv.sh || echo "run_tests: could not build the ROS 2 tools venv; test_ros_native will fail" >&2

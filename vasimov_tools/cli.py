@@ -69,8 +69,13 @@ def cmd_up(ns: argparse.Namespace) -> int:
             desc = with_recorder(desc, Path(ns.launch), overrides, Path(ns.record))
         _check_scene(desc.args)
         _check_realism(desc.args)
+        _check_policy(desc.args)
     except launch_file.LaunchFileError as exc:
         print(f"vasimov up: {exc}", file=sys.stderr)
+        return 2
+    conflict = _check_ports(desc.args)
+    if conflict is not None:
+        print(conflict, file=sys.stderr)
         return 2
     if ns.compose:
         from vasimov_tools import compose
@@ -105,6 +110,29 @@ def _check_scene(args: dict[str, str]) -> None:
             parse_scene(args["scene"])
         except SceneError as exc:
             raise launch_file.LaunchFileError(f"{exc} (vasimov scenes lists them)") from exc
+
+
+def _check_policy(args: dict[str, str]) -> None:
+    """A policy spec that names nothing is a configuration error before any node starts (the policy node refuses it
+    too, but only after the rest of the graph has started)."""
+    from vasimov_edge.policy.registry import BackendSpecError, check_spec
+
+    if "policy" in args:
+        try:
+            check_spec(args["policy"])
+        except BackendSpecError as exc:
+            raise launch_file.LaunchFileError(str(exc)) from exc
+
+
+def _check_ports(args: dict[str, str]) -> str | None:
+    """A port the graph would listen on that is taken (most often by a running twin): one message before any node
+    starts, naming the port and what to do (vasimov_tools.preflight)."""
+    from vasimov_tools import preflight
+
+    try:
+        return preflight.check_ports(args)
+    except ValueError:  # a port argument that is not a number: the node that reads it says so
+        return None
 
 
 def _check_realism(args: dict[str, str]) -> None:
@@ -274,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--launch", default=str(_default_launch()), help="launch file (ROS 2 YAML format)")
     up.add_argument("--record", metavar="DIR", help="also record every topic into a rosbag2 directory (MCAP)")
     up.add_argument("--compose", action="store_true",
-                    help="every node in one process on one executor: faster, no isolation (README, Composed mode)")
+                    help="every node in one process: faster, no isolation (docs/reliability-security.md)")
     up.add_argument("launch_args", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
     up.set_defaults(func=cmd_up)
 
