@@ -5,6 +5,7 @@ infos and the JPEG, stamped in simulated time in the optical frame, and renderin
 from __future__ import annotations
 
 import io
+import itertools
 import json
 
 import numpy as np
@@ -63,7 +64,7 @@ def test_camera_renders_only_while_watched_and_serves_all_four_topics():
         sim_now = from_stamp(probe.last(topics.CLOCK).clock)
         stamps = [from_stamp(m.header.stamp) for m in probe.all(topics.CAMERA_COLOR)]
         assert all(0.0 < s <= sim_now + 1e-9 for s in stamps)
-        assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
+        assert all(b > a for a, b in itertools.pairwise(stamps))
         grid = 1.0 / HEAD_CAMERA.rate_hz
         assert all((s % grid) < 0.02 + 1e-6 or grid - (s % grid) < 1e-6 for s in stamps)  # first state after k/rate
         # the robot stands on the gantry looking ahead at the floor: the lower image sees the floor, the top the sky

@@ -199,12 +199,12 @@ class CameraNode(Node):
 
     # -- render thread ---------------------------------------------------------------------------------------------
     def _render_loop(self) -> None:
-        from vasimov.model.render import GLUnavailable, choose_gl_backend
+        from vasimov.model.render import GLUnavailableError, choose_gl_backend
 
         try:
             self.backend = choose_gl_backend()
             self.get_logger().info(f"camera: headless GL backend {self.backend}")
-        except GLUnavailable as exc:
+        except GLUnavailableError as exc:
             self.gl_error = str(exc)
             self.get_logger().error(f"camera: cannot render, the camera topics stay silent: {exc}")
             return
@@ -234,7 +234,7 @@ class CameraNode(Node):
     def _build(self, old: Any, scene_text: str) -> Any:
         """The renderer for the plant's scene (the plant's own MJCF: same ground, same seeded layout)."""
         from vasimov.model.mjcf import load_model
-        from vasimov.model.render import GLUnavailable, QposWriter, Renderer
+        from vasimov.model.render import GLUnavailableError, QposWriter, Renderer
 
         try:
             info = json.loads(scene_text)
@@ -247,7 +247,7 @@ class CameraNode(Node):
             old.close()
         try:
             renderer = Renderer.for_camera(load_model(scene=scene), self.spec)
-        except GLUnavailable as exc:
+        except GLUnavailableError as exc:
             self.gl_error = str(exc)
             self.get_logger().error(f"camera: cannot render, the camera topics stay silent: {exc}")
             return None

@@ -41,7 +41,7 @@ _PROBE_TIMEOUT_S = 30.0
 GL_PACKAGES = {"egl": ("libegl1", "libegl-mesa0", "libgl1-mesa-dri"), "osmesa": ("libosmesa6",)}
 
 
-class GLUnavailable(RuntimeError):
+class GLUnavailableError(RuntimeError):
     """No headless OpenGL here: the message says what was tried and which packages provide it."""
 
 
@@ -52,11 +52,12 @@ def _hint() -> str:
 
 def choose_gl_backend() -> str:
     """The headless GL backend for this process, set into ``MUJOCO_GL``/``PYOPENGL_PLATFORM`` before any GL import.
-    ``MUJOCO_GL`` wins when set; otherwise EGL, then OSMesa, each probed in a child process. Raises GLUnavailable."""
+    ``MUJOCO_GL`` wins when set; otherwise EGL, then OSMesa, each probed in a child process.
+    Raises GLUnavailableError."""
     chosen = os.environ.get("MUJOCO_GL", "").strip().lower()
     if chosen:
         if chosen not in GL_BACKENDS:
-            raise GLUnavailable(f"MUJOCO_GL={chosen!r}: headless rendering needs one of {', '.join(GL_BACKENDS)}")
+            raise GLUnavailableError(f"MUJOCO_GL={chosen!r}: headless rendering needs one of {', '.join(GL_BACKENDS)}")
         os.environ.setdefault("PYOPENGL_PLATFORM", chosen)
         return chosen
     errors = []
@@ -74,7 +75,7 @@ def choose_gl_backend() -> str:
             return backend
         last = (r.stderr.strip().splitlines() or ["exit " + str(r.returncode)])[-1]
         errors.append(f"{backend}: {last}")
-    raise GLUnavailable("no headless OpenGL (" + "; ".join(errors) + "); " + _hint())
+    raise GLUnavailableError("no headless OpenGL (" + "; ".join(errors) + "); " + _hint())
 
 
 def _gl_context(width: int, height: int) -> Any:
@@ -84,7 +85,7 @@ def _gl_context(width: int, height: int) -> Any:
         ctx = module.GLContext(width, height)
         ctx.make_current()
     except Exception as exc:  # ImportError, OpenGL errors: all mean "no GL here"
-        raise GLUnavailable(f"{backend}: {type(exc).__name__}: {exc}; {_hint()}") from exc
+        raise GLUnavailableError(f"{backend}: {type(exc).__name__}: {exc}; {_hint()}") from exc
     return ctx
 
 
