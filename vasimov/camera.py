@@ -68,8 +68,8 @@ HEAD_CAMERA = CameraSpec()
 
 @dataclass(frozen=True)
 class Intrinsics:
-    """Pinhole intrinsics in pixels, ROS ``CameraInfo`` convention (pixel centres at integer + 0.5 from the corner:
-    the principal point of an even-sized image is (w/2, h/2))."""
+    """Pinhole intrinsics in pixels, ROS ``CameraInfo``/OpenCV convention: pixel centres at integer coordinates, so
+    the centre of a w x h image is ((w - 1) / 2, (h - 1) / 2)."""
 
     fx: float
     fy: float
@@ -96,9 +96,11 @@ class Intrinsics:
 
 def intrinsics(spec: CameraSpec) -> Intrinsics:
     """fx = fy from the vertical field of view (MuJoCo's ``fovy`` is vertical; its pixels are square), the
-    principal point at the image centre."""
+    principal point at the image centre (OpenGL's symmetric frustum: the optical axis meets the image between the
+    middle pixels)."""
     f = (spec.height / 2.0) / math.tan(math.radians(spec.vfov_deg) / 2.0)
-    return Intrinsics(fx=f, fy=f, cx=spec.width / 2.0, cy=spec.height / 2.0, width=spec.width, height=spec.height)
+    return Intrinsics(fx=f, fy=f, cx=(spec.width - 1) / 2.0, cy=(spec.height - 1) / 2.0, width=spec.width,
+                      height=spec.height)
 
 
 def linearise_depth(zbuffer: np.ndarray, near: float, far: float) -> np.ndarray:
