@@ -7,12 +7,19 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
+import signal
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import Graph, wait_for
+from foxglove_client import FoxgloveWsClient
+from harness import VENV_BIN, Graph, wait_for
 from PIL import Image as PILImage
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosgraph_msgs.msg import Clock
 from rosprobe import RosProbe
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
@@ -24,6 +31,7 @@ from vasimov.ros.convert import from_stamp
 
 pytestmark = pytest.mark.graph
 
+PORT_LINE = re.compile(r"foxglove server on ([0-9.]+):(\d+)")
 IMAGE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -89,3 +97,81 @@ def test_camera_renders_only_while_watched_and_serves_all_four_topics():
     finally:
         probe.close()
         g.stop()
+
+
+def _recorder(out: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(VENV_BIN / "vasimov"), "record", str(out), "--exclude", "^/rosout$", *extra],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _read_bag(path: Path) -> tuple[dict[str, str], dict[str, list]]:
+    store = get_typestore(Stores.ROS2_KILTED)
+    msgs: dict[str, list] = {}
+    with Reader(path) as reader:
+        types = {c.topic: c.msgtype for c in reader.connections}
+        for c, _, raw in reader.messages():
+            if c.topic.startswith("/camera/"):
+                msgs.setdefault(c.topic, []).append(store.deserialize_cdr(raw, c.msgtype))
+    return types, msgs
+
+
+def test_foxglove_gets_the_jpeg_and_bags_keep_the_camera(tmp_path):
+    """A Foxglove client (test/foxglove_client.py) receives the compressed image as a ROS 2 channel; meanwhile
+    `vasimov record` keeps the JPEG and both camera infos (no raw image by default) and `vasimov record --camera-raw`
+    the raw color and depth too; rosbags reads them back."""
+    g = Graph("--policy", "hold", "foxglove_port:=0", "binary_stream:=false")
+    client = None
+    recs: list[subprocess.Popen[str]] = []
+    try:
+        m = wait_for(lambda: PORT_LINE.search(g.output()) or g.proc.poll() is not None, 90, "foxglove port line")
+        assert isinstance(m, re.Match), g.output()[-3000:]
+        client = FoxgloveWsClient(f"ws://{m.group(1)}:{m.group(2)}")
+        wait_for(lambda: client.server_info, 10, "serverInfo")
+        sub = client.subscribe(topics.CAMERA_COLOR_COMPRESSED, timeout=60)
+        ch = client.channel(topics.CAMERA_COLOR_COMPRESSED)
+        assert ch["encoding"] == "cdr" and ch["schemaName"] == "sensor_msgs/msg/CompressedImage"
+        wait_for(lambda: len(client.received(sub)) >= 3, 120, "three JPEG frames over Foxglove")
+        store = get_typestore(Stores.ROS2_KILTED)
+        store.register(get_types_from_msg(ch["schema"], ch["schemaName"]))
+        log_time, payload, _ = client.received(sub)[-1]
+        msg = store.deserialize_cdr(payload, "sensor_msgs/msg/CompressedImage")
+        assert msg.format == "jpeg" and msg.header.frame_id == HEAD_OPTICAL_FRAME
+        assert log_time == msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec  # logged at sim time
+        assert np.asarray(PILImage.open(io.BytesIO(bytes(msg.data)))).shape == (240, 320, 3)
+
+        default, raw = tmp_path / "default", tmp_path / "raw"
+        recs = [_recorder(default, g.env), _recorder(raw, g.env, "--camera-raw")]
+        probe = RosProbe(g.domain)
+        try:
+            probe.subscribe(topics.CAMERA_STATS, String, qos.LATCHED)
+            wait_for(lambda: _stats(probe).get("published", {}).get("depth", 0) >= 10, 120,
+                     "ten depth frames published for the --camera-raw recorder")
+        finally:
+            probe.close()
+        for r in recs:
+            r.send_signal(signal.SIGTERM)
+        outputs = [r.communicate(timeout=30)[0] for r in recs]
+        assert [r.returncode for r in recs] == [0, 0], outputs
+    finally:
+        for r in recs:
+            if r.poll() is None:
+                r.kill()
+                r.wait()
+        if client is not None:
+            client.close()
+        g.stop()
+
+    types, msgs = _read_bag(default)
+    assert types[topics.CAMERA_COLOR_COMPRESSED] == "sensor_msgs/msg/CompressedImage"
+    assert types[topics.CAMERA_COLOR_INFO] == types[topics.CAMERA_DEPTH_INFO] == "sensor_msgs/msg/CameraInfo"
+    assert topics.CAMERA_COLOR not in types and topics.CAMERA_DEPTH not in types
+    jpeg = msgs[topics.CAMERA_COLOR_COMPRESSED][-1]
+    assert np.asarray(PILImage.open(io.BytesIO(bytes(jpeg.data)))).shape == (240, 320, 3)
+    assert list(msgs[topics.CAMERA_COLOR_INFO][-1].k) == pytest.approx(intrinsics(HEAD_CAMERA).k)
+
+    types, msgs = _read_bag(raw)
+    assert types[topics.CAMERA_COLOR] == types[topics.CAMERA_DEPTH] == "sensor_msgs/msg/Image"
+    color, depth = msgs[topics.CAMERA_COLOR][-1], msgs[topics.CAMERA_DEPTH][-1]
+    assert (color.encoding, depth.encoding) == ("rgb8", "32FC1")
+    d = np.frombuffer(bytes(depth.data), dtype="<f4").reshape(240, 320)
+    assert np.isfinite(d[-1]).all() and np.isnan(d[0]).all()  # floor below, sky above
