@@ -7,6 +7,7 @@
     vasimov topics [--window S]
     vasimov echo TOPIC [--once] [--count N] [--json]
     vasimov model export DIR
+    vasimov snapshot [--scene NAME] [--view third|head] [--width W --height H] OUT.png | --gallery DIR
     vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC] [--graph [--realtime]]
     vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]
     vasimov bench compare A B [--out DIR] [--tol-NAME X ...]
@@ -318,6 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
     comp = bsub.add_parser("compare", help="two bench run result folders (or a suite run with two --policy): "
                                            "per-scenario verdicts, exit 1 on regression")
     comp.add_argument("rest", nargs=argparse.REMAINDER)
+    snap = sub.add_parser("snapshot", help="a still of the robot in a scene from the twin's renderer (PNG)")
+    from vasimov_tools import snapshot
+
+    snapshot.add_arguments(snap)
+    snap.set_defaults(func=snapshot.run)
     rep = sub.add_parser("replay", help="a bag's motor commands open-loop into the plant: residuals against the log")
     rep.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
