@@ -21,7 +21,7 @@ from vasimov.camera import (
     optical_frame_in_body,
 )
 from vasimov.model.mjcf import load_model
-from vasimov.model.render import QposWriter, Renderer
+from vasimov.model.render import GLUnavailableError, QposWriter, Renderer, choose_gl_backend
 from vasimov_bridge.camera_node import FramePicker
 
 DIST = 2.0  # m, the box's front face from the camera
@@ -162,3 +162,10 @@ def test_a_bad_camera_spec_is_refused():
         CameraSpec(near=1.0, far=0.5)
     with pytest.raises(ValueError, match="vfov_deg"):
         CameraSpec(vfov_deg=0.0)
+
+
+def test_an_unusable_gl_choice_is_refused_naming_the_packages(monkeypatch):
+    monkeypatch.setenv("MUJOCO_GL", "glfw")  # a windowed backend: no use to a headless node
+    with pytest.raises(GLUnavailableError, match="egl, osmesa") as err:
+        choose_gl_backend()
+    assert "libosmesa6" in str(err.value) and "libegl1" in str(err.value)

@@ -5,8 +5,9 @@ the same code, so a picture in the docs is what a perception user gets on the to
 
 * **GL**: headless, no display. ``MUJOCO_GL`` picks the backend when set (``egl`` or ``osmesa``); otherwise
   :func:`choose_gl_backend` probes EGL first (Mesa's software EGL works without a GPU: Debian ``libegl1``,
-  ``libegl-mesa0``, ``libgl1-mesa-dri``), then OSMesa (``libosmesa6``), each in a throw-away child process, because
-  PyOpenGL fixes its platform at first import and a failed EGL probe in-process would block the OSMesa fallback.
+  ``libopengl0``, ``libegl-mesa0``, ``libgl1-mesa-dri``), then OSMesa (``libosmesa6``), each in a throw-away child
+  process, because PyOpenGL fixes its platform at first import and a failed EGL probe in-process would block the
+  OSMesa fallback.
 * **One GL context, one thread**: a :class:`Renderer` owns its context; every call must come from the thread that
   built it (GL contexts are current per thread). The camera node gives it a thread of its own.
 * **Speed over looks** (``fast=True``, the camera's setting): no shadows, no reflections, no multisampling.
@@ -38,7 +39,7 @@ _PROBE = ("import mujoco, sys; "
           "ctx = import_module('mujoco.' + sys.argv[1]).GLContext(8, 8); ctx.make_current(); ctx.free()")
 _PROBE_TIMEOUT_S = 30.0
 # Debian packages each backend needs (software Mesa); .ci/run installs them, docs/cameras.md lists them
-GL_PACKAGES = {"egl": ("libegl1", "libegl-mesa0", "libgl1-mesa-dri"), "osmesa": ("libosmesa6",)}
+GL_PACKAGES = {"egl": ("libegl1", "libegl-mesa0", "libgl1-mesa-dri", "libopengl0"), "osmesa": ("libosmesa6",)}
 
 
 class GLUnavailableError(RuntimeError):
@@ -57,7 +58,8 @@ def choose_gl_backend() -> str:
     chosen = os.environ.get("MUJOCO_GL", "").strip().lower()
     if chosen:
         if chosen not in GL_BACKENDS:
-            raise GLUnavailableError(f"MUJOCO_GL={chosen!r}: headless rendering needs one of {', '.join(GL_BACKENDS)}")
+            raise GLUnavailableError(f"MUJOCO_GL={chosen!r}: headless rendering needs one of "
+                                     f"{', '.join(GL_BACKENDS)}; {_hint()}")
         os.environ.setdefault("PYOPENGL_PLATFORM", chosen)
         return chosen
     errors = []
