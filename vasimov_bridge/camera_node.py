@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
@@ -57,8 +58,9 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("near", HEAD_CAMERA.near, "Near clip plane (m).", min=0.001, max=10.0),
     ParamSpec("far", HEAD_CAMERA.far, "Far clip plane (m): beyond it depth is NaN.", min=0.1, max=1000.0),
     ParamSpec("jpeg_quality", 80, "JPEG quality of the compressed color image (Pillow, 1-95).", min=1, max=95),
-    ParamSpec("watch_period", 0.25, "Wall seconds between checks of who watches the camera topics.",
-              min=0.05, max=5.0),
+    ParamSpec("watch_period", 2.0, "Wall seconds between checks of who watches the camera topics, a safety net "
+              "beside the publishers' matched events, which start and stop the rendering at once.", min=0.05,
+              max=60.0),
     OBSERVER_CPU_NICE,
 )
 
@@ -115,13 +117,20 @@ class CameraNode(Node):
         self.scene_text: str | None = None
         self.stopping = False
 
+        # a reader coming or going: re-check at once (no polling needed for the common case)
+        events = PublisherEventCallbacks(matched=lambda _info: self.watch())
         image_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE,
                                durability=DurabilityPolicy.VOLATILE)
-        self.pub_color = self.create_publisher(Image, topics.CAMERA_COLOR, image_qos)
-        self.pub_compressed = self.create_publisher(CompressedImage, topics.CAMERA_COLOR_COMPRESSED, image_qos)
-        self.pub_depth = self.create_publisher(Image, topics.CAMERA_DEPTH, image_qos)
-        self.pub_color_info = self.create_publisher(CameraInfo, topics.CAMERA_COLOR_INFO, image_qos)
-        self.pub_depth_info = self.create_publisher(CameraInfo, topics.CAMERA_DEPTH_INFO, image_qos)
+        self.pub_color = self.create_publisher(Image, topics.CAMERA_COLOR, image_qos,
+                                          event_callbacks=events)
+        self.pub_compressed = self.create_publisher(CompressedImage, topics.CAMERA_COLOR_COMPRESSED, image_qos,
+                                               event_callbacks=events)
+        self.pub_depth = self.create_publisher(Image, topics.CAMERA_DEPTH, image_qos,
+                                          event_callbacks=events)
+        self.pub_color_info = self.create_publisher(CameraInfo, topics.CAMERA_COLOR_INFO, image_qos,
+                                               event_callbacks=events)
+        self.pub_depth_info = self.create_publisher(CameraInfo, topics.CAMERA_DEPTH_INFO, image_qos,
+                                               event_callbacks=events)
         self.pub_stats = self.create_publisher(String, topics.CAMERA_STATS, qos.LATCHED)
         self.samples_sub = None
         self.samples_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -148,7 +157,10 @@ class CameraNode(Node):
                 "depth_info": self.pub_depth_info.get_subscription_count()}
 
     def watch(self) -> None:
-        """Read the plant's samples only while a camera topic has a reader (and rendering is possible)."""
+        """Read the plant's samples only while a camera topic has a reader (and rendering is possible). Runs on a
+        publisher's matched event (before the node's constructor finished: nothing to do yet) and on a slow timer."""
+        if not hasattr(self, "pub_depth_info") or not self.enabled:
+            return
         on = any(self.watchers().values()) and self.gl_error is None
         if on and self.thread is None:
             self.thread = threading.Thread(target=self._render_loop, name="camera-render", daemon=True)
@@ -185,6 +197,8 @@ class CameraNode(Node):
             self.lock.notify_all()
 
     def publish_stats(self) -> None:
+        if not self.pub_stats.get_subscription_count():
+            return  # nobody reads the counters: not even a JSON line's worth of work
         c = dict(self.counts)
         n = max(1, c["renders"])
         stats = {"renders": c["renders"], "dropped": c["dropped"], "due": c["due"], "samples": c["samples"],
