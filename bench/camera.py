@@ -9,6 +9,7 @@
 Prints one JSON line per phase and a summary line; asserts nothing (a benchmark, not a test).
 
 Usage: .venv/bin/python bench/camera.py [--seconds 20] [--rate 15] [--width 320 --height 240]
+       .venv/bin/python bench/camera.py --render-settings   # one process: MuJoCo's default looks vs the camera's
 """
 
 from __future__ import annotations
@@ -34,7 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--width", type=int, default=320)
     ap.add_argument("--height", type=int, default=240)
     ap.add_argument("--domain", type=int, default=107)
+    ap.add_argument("--render-settings", action="store_true",
+                    help="only time one render at MuJoCo's default looks (shadows, reflections, 4x MSAA) and at the "
+                         "camera's (none of them), no graph")
     ns = ap.parse_args(argv)
+    if ns.render_settings:
+        return render_settings(ns.width, ns.height)
 
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
@@ -116,6 +122,32 @@ def main(argv: list[str] | None = None) -> int:
           f"({stream['camera_cpu_pct']} % of a core); render {stream['render_ms_mean']} ms; idle camera CPU "
           f"{idle['camera_cpu_pct']} %; RTF {idle['rtf']} idle -> {stream['rtf']} streaming; /joint_states "
           f"{idle['joint_states_hz_wall']} -> {stream['joint_states_hz_wall']} Hz")
+    return 0
+
+
+def render_settings(width: int, height: int, frames: int = 15) -> int:
+    """Wall and CPU time per head-camera frame of the robot on the flat floor, both settings, after a warm-up."""
+    from vasimov.camera import HEAD_CAMERA
+    from vasimov.model.mjcf import DEFAULT_GANTRY_HEIGHT, load_model
+    from vasimov.model.render import Renderer
+
+    for fast in (False, True):
+        model = load_model()
+        r = Renderer.for_camera(model, HEAD_CAMERA.with_(width=width, height=height), fast=fast)
+        try:
+            r.data.qpos[:] = model.qpos0
+            r.data.qpos[2] = DEFAULT_GANTRY_HEIGHT
+            r.forward()
+            r.render()
+            t, c = time.perf_counter(), time.process_time()
+            for _ in range(frames):
+                r.render()
+            wall, cpu = (time.perf_counter() - t) / frames, (time.process_time() - c) / frames
+        finally:
+            r.close()
+        print(json.dumps({"settings": "camera (no shadows/reflections/MSAA)" if fast else
+                          "MuJoCo defaults (shadows, reflections, 4x MSAA)", "width": width, "height": height,
+                          "wall_ms": round(wall * 1e3, 1), "cpu_ms": round(cpu * 1e3, 1)}))
     return 0
 
 

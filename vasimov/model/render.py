@@ -11,8 +11,8 @@ the same code, so a picture in the docs is what a perception user gets on the to
 * **One GL context, one thread**: a :class:`Renderer` owns its context; every call must come from the thread that
   built it (GL contexts are current per thread). The camera node gives it a thread of its own.
 * **Speed over looks** (``fast=True``, the camera's setting): no shadows, no reflections, no multisampling.
-  Measured on this project's 2-core machine with software GL at 320x240: ~150 ms a frame with MuJoCo's default
-  shadows, reflections and 4x multisampling, ~25 ms without (docs/cameras.md). Stills (``fast=False``) keep them.
+  Measured on this project's 2-core machine with software GL at 320x240: ~300 ms a frame with MuJoCo's default
+  shadows, reflections and 4x multisampling, ~17 ms without (docs/cameras.md). Stills (``fast=False``) keep them.
 * **One pass, two images**: ``mjr_readPixels`` reads color and the z-buffer of the same render; the z-buffer is
   linearised by ``vasimov.camera.linearise_depth`` with the clip planes this module sets. The camera draws without
   MuJoCo's skybox (drawn at a finite distance, it would give the sky a depth): where nothing is hit, depth is NaN
