@@ -179,3 +179,23 @@ def test_foxglove_gets_the_jpeg_and_bags_keep_the_camera(tmp_path):
     assert (color.encoding, depth.encoding) == ("rgb8", "32FC1")
     d = np.frombuffer(bytes(depth.data), dtype="<f4").reshape(240, 320)
     assert np.isfinite(d[-1]).all() and np.isnan(d[0]).all()  # floor below, sky above
+
+
+def test_without_headless_gl_the_camera_says_why_and_stays_up():
+    """No usable GL (here: MUJOCO_GL names a windowed backend): a camera reader gets no images, the node logs the
+    reason with the packages to install, reports it on its stats topic, and it and the graph keep running."""
+    g = Graph("--policy", "hold", "foxglove:=false", "binary_stream:=false", env={"MUJOCO_GL": "glfw"})
+    probe = RosProbe(g.domain)
+    try:
+        probe.subscribe(topics.CAMERA_STATS, String, qos.LATCHED)
+        probe.subscribe(topics.CAMERA_COLOR, Image, IMAGE_QOS)
+        stats = wait_for(lambda: _stats(probe).get("gl_error") and _stats(probe), 90, "the camera's GL error")
+        assert "libegl1" in stats["gl_error"] and "libosmesa6" in stats["gl_error"], stats
+        assert "camera: cannot render, the camera topics stay silent" in g.output()
+        n = probe.count(topics.CAMERA_STATS)
+        wait_for(lambda: probe.count(topics.CAMERA_STATS) >= n + 2, 30, "the camera still running")
+        assert probe.count(topics.CAMERA_COLOR) == 0 and _stats(probe)["renders"] == 0
+        assert g.proc.poll() is None
+    finally:
+        probe.close()
+        g.stop()

@@ -114,7 +114,8 @@ class CameraNode(Node):
         self.picker = FramePicker(self.spec.rate_hz)
         self.lock = threading.Condition()
         self.pending: Due | None = None
-        self.scene_text: str | None = None
+        self.scene_text: str | None = None  # a scene the render thread has yet to build
+        self.built_scene: str | None = None  # the last scene handed to it
         self.stopping = False
 
         # a reader coming or going: re-check at once (no polling needed for the common case)
@@ -174,7 +175,11 @@ class CameraNode(Node):
             self.picker.last_index = None
 
     def on_scene(self, msg: String) -> None:
+        """The plant's scene (latched; re-sent at a restart): a new renderer only when the world changed."""
         with self.lock:
+            if msg.data == self.built_scene:
+                return
+            self.built_scene = msg.data
             self.scene_text = msg.data
             self.lock.notify_all()
 
