@@ -34,7 +34,7 @@ pytestmark = pytest.mark.graph
 
 THIRDPARTY = ROOT.parent / "shared" / "thirdparty"
 TOOLS_VENV = ROOT / ".ros_tools_venv"
-NODES = ("plant", "edge", "policy", "sdk_bridge", "foxglove_bridge", "binary_stream")
+NODES = ("plant", "edge", "policy", "sdk_bridge", "foxglove_bridge", "binary_stream", "camera")
 ROS_SETUP = "source /opt/ros/kilted/setup.bash"
 # Variables of the project's own venv that must not leak into the "ROS install": the PyPI wheels' bootstrapper
 # re-execs each interpreter once with its own library path, and skips that when it sees its guard variable.

@@ -3,10 +3,11 @@
     vasimov up [--lockstep --duration S] [--seed N] [--scene NAME[+FRICTION]] [--policy SPEC] [--script FILE]
                [--viewer] [--record DIR] [--compose] [ARG:=VALUE ...]
     vasimov scenes [--json]
-    vasimov record DIR [--exclude REGEX] [--compression zstd|none]
+    vasimov record DIR [--exclude REGEX] [--compression zstd|none] [--camera-raw]
     vasimov topics [--window S]
     vasimov echo TOPIC [--once] [--count N] [--json]
     vasimov model export DIR
+    vasimov snapshot [--scene NAME] [--view third|head] [--width W --height H] OUT.png | --gallery DIR
     vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC] [--graph [--realtime]]
     vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]
     vasimov bench compare A B [--out DIR] [--tol-NAME X ...]
@@ -233,7 +234,8 @@ def cmd_record(ns: argparse.Namespace) -> int:
     from vasimov_tools import record
 
     args = ["vasimov-record", "--ros-args", "-r", f"__node:={RECORDER_NODE}", *_param("output", str(out)),
-            *_param("compression", ns.compression), *_param("exclude", ns.exclude or "")]
+            *_param("compression", ns.compression), *_param("exclude", ns.exclude or ""),
+            *_param("camera_raw", bool(ns.camera_raw))]
     config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
     if config.is_file():
         args[2:2] = ["--params-file", str(config)]
@@ -313,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("record", help="record every topic of the running graph into a rosbag2 directory (MCAP)")
     rec.add_argument("dir", help="bag directory to create (must not exist)")
     rec.add_argument("--exclude", help="regular expression of topics not to record")
+    rec.add_argument("--camera-raw", action="store_true",
+                     help="also record the camera's raw color and depth images (default: JPEG color + camera infos)")
     rec.add_argument("--compression", choices=("zstd", "none"), default="zstd", help="MCAP chunk compression")
     rec.set_defaults(func=cmd_record)
 
@@ -346,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("rest", nargs=argparse.REMAINDER)
     plim = bsub.add_parser("push-limit", help="largest survived 0.15 s pelvis push per direction (bisection)")
     plim.add_argument("rest", nargs=argparse.REMAINDER)
+    snap = sub.add_parser("snapshot", help="a still of the robot in a scene from the twin's renderer (PNG)")
+    from vasimov_tools import snapshot
+
+    snapshot.add_arguments(snap)
+    snap.set_defaults(func=snapshot.run)
     rep = sub.add_parser("replay", help="a bag's motor commands open-loop into the plant: residuals against the log")
     rep.add_argument("rest", nargs=argparse.REMAINDER)
     return parser

@@ -29,9 +29,14 @@ SCENE_PREFIX = "scene_"
 SCENE_GROUP = 0  # the floor's group; the robot's geoms are groups 2 (visual) and 3 (collision)
 FRICTION_PRIORITY = 2  # above the feet's 1: an override's friction governs the contact
 _HALF_THICKNESS = 0.05  # m, ramps
-_COLOR_TERRAIN = "0.55 0.52 0.47 1"
-_COLOR_STEP = ("0.60 0.57 0.52 1", "0.50 0.47 0.43 1")
-_COLOR_OBSTACLE = "0.75 0.45 0.20 1"
+# Colors only (no physics): each kind of ground looks distinct in the head camera and in stills (docs/cameras.md)
+_COLOR_RAMP = "0.40 0.56 0.33 1"  # grass green
+_COLOR_STEP = ("0.74 0.71 0.66 1", "0.56 0.54 0.50 1")  # light/dark concrete, alternating so each step edge shows
+_COLOR_OBSTACLE = "0.85 0.45 0.15 1"
+_COLOR_ROUGH = "0.52 0.40 0.27 1"  # bare earth
+# a friction override tints the floor: (checker colors, reflectance)
+_FLOOR_LOOK = {"wet": (("0.22 0.30 0.40", "0.18 0.25 0.34"), 0.35), "ice": (("0.80 0.88 0.95", "0.70 0.80 0.90"), 0.5)}
+_COLOR_TERRAIN = "0.66 0.63 0.58 1"  # concrete: the viewer courses' slopes and landings
 _SALT = {"obstacles": 1, "rough": 2, "course_rough": 3}
 
 
@@ -65,13 +70,13 @@ def _slope(world: ET.Element, floor: ET.Element | None, p: dict[str, Any]) -> No
     half_len = math.hypot(length, rise) / 2.0
     normal = np.array([-math.sin(theta), 0.0, math.cos(theta)])
     centre = np.array([x0 + length / 2.0, 0.0, rise / 2.0]) - _HALF_THICKNESS * normal
-    _box(world, "ramp", [half_len, width / 2.0, _HALF_THICKNESS], centre, _COLOR_TERRAIN, _quat_y(-theta))
+    _box(world, "ramp", [half_len, width / 2.0, _HALF_THICKNESS], centre, _COLOR_RAMP, _quat_y(-theta))
     if rise >= 0.0:
-        _box(world, "plateau", [1.0, width / 2.0, rise / 2.0], [x0 + length + 1.0, 0.0, rise / 2.0], _COLOR_TERRAIN)
+        _box(world, "plateau", [1.0, width / 2.0, rise / 2.0], [x0 + length + 1.0, 0.0, rise / 2.0], _COLOR_RAMP)
     else:
         back = 3.0  # m of start pad behind the robot
         _box(world, "start_pad", [(x0 + back) / 2.0, width / 2.0, -rise / 2.0], [(x0 - back) / 2.0, 0.0, rise / 2.0],
-             _COLOR_TERRAIN)
+             _COLOR_RAMP)
         if floor is not None:
             floor.set("pos", _fmt([0.0, 0.0, rise]))
 
@@ -208,7 +213,7 @@ def _rough(root: ET.Element, world: ET.Element, scene: Scene) -> None:
     ET.SubElement(asset, "hfield", name=SCENE_PREFIX + "rough", nrow=str(n), ncol=str(n),
                   size=_fmt([half, half, top, 0.05]), elevation=" ".join(f"{v:.6g}" for v in elevation.ravel()))
     ET.SubElement(world, "geom", name=SCENE_PREFIX + "rough", type="hfield", hfield=SCENE_PREFIX + "rough",
-                  rgba=_COLOR_TERRAIN, group=str(SCENE_GROUP))
+                  rgba=_COLOR_ROUGH, group=str(SCENE_GROUP))
 
 
 def add_scene(root: ET.Element, world: ET.Element, floor: ET.Element | None, scene: Scene) -> None:
@@ -234,6 +239,16 @@ def add_scene(root: ET.Element, world: ET.Element, floor: ET.Element | None, sce
         _rough(root, world, scene)
     elif kind != "flat":
         raise ValueError(f"no builder for scene kind {kind!r}")
+    if scene.friction is not None and floor is not None and scene.friction.name in _FLOOR_LOOK:
+        (rgb1, rgb2), reflectance = _FLOOR_LOOK[scene.friction.name]
+        asset = root.find("asset")
+        if asset is None:
+            asset = ET.SubElement(root, "asset")
+        name = SCENE_PREFIX + scene.friction.name
+        ET.SubElement(asset, "texture", name=name, type="2d", builtin="checker", width="512", height="512",
+                      rgb1=rgb1, rgb2=rgb2, mark="edge", markrgb="0.9 0.95 1")
+        ET.SubElement(asset, "material", name=name, texture=name, texrepeat="8 8", reflectance=str(reflectance))
+        floor.set("material", name)
     if scene.friction is not None:
         ground = [g for g in world.findall("geom") if g is floor or g.get("name", "").startswith(SCENE_PREFIX)]
         for g in ground:

@@ -33,3 +33,11 @@ TELEOP_MODE = "/vasimov/teleop/mode"  # std_msgs/String from a Foxglove client: 
 FOXGLOVE_TF = "/tf"  # Foxglove-only channel (foxglove.FrameTransforms): every link from the simulated state
 FOXGLOVE_SCENE = "/vasimov/scene/entities"  # Foxglove-only channel (foxglove.SceneUpdate): the scene's ground
 FOXGLOVE_STATS = "/vasimov/foxglove/stats"  # Foxglove-only JSON channel: the bridge's counters and bound port
+
+# Head camera (vasimov_bridge.camera_node; docs/cameras.md): ROS camera conventions, rendered only while watched
+CAMERA_COLOR = "/camera/head/color/image_raw"  # sensor_msgs/Image rgb8
+CAMERA_COLOR_INFO = "/camera/head/color/camera_info"
+CAMERA_COLOR_COMPRESSED = "/camera/head/color/image_raw/compressed"  # sensor_msgs/CompressedImage jpeg
+CAMERA_DEPTH = "/camera/head/depth/image_raw"  # sensor_msgs/Image 32FC1, metres along the optical axis, NaN: no hit
+CAMERA_DEPTH_INFO = "/camera/head/depth/camera_info"
+CAMERA_STATS = "/vasimov/camera/stats"  # std_msgs/String JSON: the camera node's counters, once a wall second
