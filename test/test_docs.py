@@ -24,7 +24,7 @@ from harness import ROOT, VENV_BIN, Graph, graph_env, http_json_when_ready, next
 
 #: pages other work delivers; a link to one is checked once it exists. When it lands, take it out of this set
 #: (test_pending_pages_are_listed_only_while_missing fails until then, so the list cannot go stale).
-PENDING = {"docs/walker.md", "docs/performance.md"}
+PENDING = {"docs/walker.md"}
 BLOCK_TIMEOUT_S = 300
 API = "http://127.0.0.1:3000"
 

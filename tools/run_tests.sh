@@ -29,6 +29,8 @@ if [ "$#" = 0 ]; then set -- test; fi
 .venv/bin/python -m pytest -ra "$@" || status=$?
 # Fast DDS leaves segments only for processes killed hard (tests do that on purpose); remove those of dead ones.
 .venv/bin/python .venv/tools/fastdds/fastdds.py shm clean >/dev/null 2>&1 || true
+# ...and the port segments such a kill orphans, which that tool cannot see (vasimov/ros/shm.py)
+.venv/bin/python -c "from vasimov.ros.shm import remove_orphan_ports; remove_orphan_ports()" >/dev/null 2>&1 || true
 if [ "$status" = 5 ]; then
   echo "run_tests: pytest collected no tests" >&2
 fi

@@ -23,6 +23,10 @@ SIM_PUSH_SERVICE = "/vasimov/sim/push"  # vasimov_msgs/srv/Push, served by the p
 SIM_RESTART_SERVICE = "/vasimov/sim/restart"  # vasimov_msgs/srv/Restart, served by the plant
 SIM_LINK = "/vasimov/sim/link"  # std_msgs/String JSON, latched: the SDK link's impairment settings on every change
 SDK_DATAGRAMS = "/vasimov/sdk/datagrams"
+# std_msgs/String JSON, real time only, once per report period: real-time conformance (control period and lateness
+# p50/p99/max, real-time factor) from the plant, and the SDK state stream's rate from the SDK bridge
+REALTIME = "/vasimov/realtime"
+SDK_RATE = "/vasimov/sdk/rate"
 CMD_VEL = "/cmd_vel"  # geometry_msgs/Twist teleop (Foxglove), handed to the arbiter as source FOXGLOVE
 PROVENANCE = "/vasimov/provenance"
 ROBOT_DESCRIPTION = "/robot_description"
