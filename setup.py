@@ -43,6 +43,7 @@ setup(
             "foxglove_bridge_node = vasimov_bridge.foxglove_node:main",
             "recorder_node = vasimov_tools.record:main",
             "binary_stream_node = vasimov_bridge.binary_node:main",
+            "camera_node = vasimov_bridge.camera_node:main",
         ],
     },
 )

@@ -1,6 +1,6 @@
 """The built-in controller in every scene: stand from the gantry, balance, then (a) 5 s at zero command and (b) 5 s
 of walking forward at 0.2 m/s, through the firmware core in lockstep (vasimov_tools.walk_bench, deterministic).
-Prints one JSON line per run and a table; the README's "Scenes" table comes from it.
+Prints one JSON line per run and a table; the "Scenes" table of docs/scenes.md comes from it.
 
     .venv/bin/python bench/scenes.py [SCENE ...] [--seed N]
 """

@@ -16,7 +16,8 @@ from vasimov_tools import bench_run, cli
 
 # -- the rules, on hand-made result documents -------------------------------------------------------------------------
 def _doc(name: str = "s", status: str = "passed", fell_at: float | None = None, tracking: float = 0.05,
-         gz: float = -0.99, drift: float = 0.02, moving: bool = True) -> dict:
+         gz: float = -0.99, drift: float = 0.02, moving: bool = True, half: float | None = 0.5,
+         stop: float | None = 0.6, pushes: int | None = None) -> dict:
     v = 0.2 if moving else 0.0
     trace = [{"t": 0.1 * k, "x": 0.02 * k, "y": 0.0, "heading": 0.0, "cmd_vx": v, "cmd_vy": 0.0, "cmd_wz": 0.0,
               "vx": v, "vy": 0.0, "wz": 0.0, "tilt_deg": 3.0, "z": 0.6} for k in range(11)]
@@ -24,7 +25,9 @@ def _doc(name: str = "s", status: str = "passed", fell_at: float | None = None, 
             "fall": {"min_pelvis_height": 0.45, "max_tilt_deg": 36.9}, "pushes": [], "modes": [], "trace": trace,
             "outcome": {"fell_at": fell_at, "along": 0.2, "lateral": 0.0, "drift": drift, "heading": 0.0,
                         "min_pelvis_height": 0.6, "max_gravity_z": gz, "tracking_error": tracking,
-                        "yaw_tracking_error": 0.01, "failures": [] if status == "passed" else ["x"]}}
+                        "yaw_tracking_error": 0.01, "step_half_time": half, "stop_time": stop,
+                        **({} if pushes is None else {"pushes_survived": pushes}),
+                        "failures": [] if status == "passed" else ["x"]}}
 
 
 TOL = bc.Tolerances()
@@ -42,6 +45,13 @@ TOL = bc.Tolerances()
     (_doc(tracking=0.02), _doc(tracking=0.08, gz=-0.999), bc.WORSE),  # one worse metric makes it worse
     (_doc(moving=False), _doc(moving=False, drift=0.2), bc.WORSE),  # drift counts when nothing is commanded...
     (_doc(), _doc(drift=0.2), bc.SAME),  # ...not while walking
+    (_doc(), _doc(half=0.55), bc.SAME),  # response times within 0.1 s are noise
+    (_doc(), _doc(half=0.9), bc.WORSE),  # slower to half of a commanded change
+    (_doc(), _doc(stop=0.2), bc.BETTER),  # stops sooner after a zero
+    (_doc(), _doc(half=None, stop=None), bc.SAME),  # not measured in one run: not judged
+    (_doc(status="failed", fell_at=0.9, pushes=1), _doc(status="failed", fell_at=0.9, pushes=2), bc.BETTER),
+    (_doc(pushes=2), _doc(pushes=1), bc.WORSE),  # one viewer push tier fewer
+    (_doc(), _doc(pushes=1), bc.SAME),  # older results without the key: not judged
 ])
 def test_verdict_rules(a, b, verdict):
     c = bc.judge("s", a, b, TOL)

@@ -37,11 +37,11 @@ TINY = {
           - {t: 0, mode: balance}
           - {t: 0.3, mode: damp}
         """,
-    "c_stairs.yaml": """\
+    "c_link.yaml": """\
         format: 1
-        name: tiny_stairs
+        name: tiny_link
         duration: 1.0
-        scene: terrain/stairs_5cm
+        link: {loss: 0.1}
         """,
 }
 
@@ -78,7 +78,7 @@ def assert_same_results(o1: Path, o2: Path) -> None:
     """Two result folders hold the same results: every field but ``timing`` (compute and wall-clock time are
     measurements, not results) equal, for the same scenarios."""
     r1, r2 = _load(o1), _load(o2)
-    assert set(r1) == set(r2) == {"tiny_walk", "tiny_damp", "tiny_stairs"}
+    assert set(r1) == set(r2) == {"tiny_walk", "tiny_damp", "tiny_link"}
     for name in r1:
         a, b = dict(r1[name]), dict(r2[name])
         a.pop("timing", None), b.pop("timing", None)
@@ -114,13 +114,13 @@ def test_results_record_their_provenance(one_and_two_workers):
     assert docs["tiny_damp"]["seed"] == 3 and docs["tiny_damp"]["policy"] == "builtin"
     assert docs["tiny_damp"]["modes"] == [[0.3, "damp"]]
     assert docs["tiny_damp"]["fall"] == {"min_pelvis_height": 0.45, "max_tilt_deg": pytest.approx(36.87, abs=0.01)}
-    stairs = docs["tiny_stairs"]
-    assert stairs["status"] == "skipped" and "does not model" in stairs["reason"]
+    link = docs["tiny_link"]
+    assert link["status"] == "skipped" and "link impairment" in link["reason"]
 
 
 def test_report_is_one_self_contained_page_with_table_and_plots(one_and_two_workers):
     text = (one_and_two_workers[1][1] / "report.html").read_text()
-    assert "tiny_walk" in text and "tiny_stairs" in text and "skipped" in text
+    assert "tiny_walk" in text and "tiny_link" in text and "skipped" in text
     # nothing is fetched at view time: no scripts, stylesheets, images or fonts from anywhere
     assert not re.search(r"<script|<link|<img|@import|url\(", text)
     assert set(re.findall(r"https?://[^\"' ]+", text)) == {"http://www.w3.org/2000/svg"}

@@ -29,7 +29,7 @@ def test_composed_lockstep_run_is_bit_identical_to_the_reference_loop(tmp_path):
 def test_menlo_stands_balances_and_walks_a_composed_twin_that_then_stops_cleanly():
     g = Graph("--compose")
     try:
-        wait_for(lambda: "composed 6 nodes in one process" in g.output() or g.proc.poll() is not None, 60,
+        wait_for(lambda: "composed 7 nodes in one process" in g.output() or g.proc.poll() is not None, 60,
                  "the composed graph")
         wait_for(lambda: "SDK bridge ready" in g.output() and "plant ready" in g.output(), 60, "graph start")
         assert g.proc.poll() is None, g.output()[-3000:]

@@ -34,6 +34,7 @@ from harness import ROOT, VENV_BIN, Graph, cmdline, graph_env, next_domain_id, w
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from vasimov import joints
+from vasimov.camera import HEAD_OPTICAL_FRAME
 from vasimov.model.mjcf import FREE_JOINT, load_model
 from vasimov.ros import topics
 
@@ -167,7 +168,7 @@ def test_robot_description_and_tf_put_every_link_on_the_robot(bridge, client):
         return None
 
     frames, js, odom = wait_for(matched, 15, "a /tf frame with its joint state and base pose")
-    assert {f.child_frame_id for f in frames.transforms} == links
+    assert {f.child_frame_id for f in frames.transforms} == links | {HEAD_OPTICAL_FRAME}  # + the camera's frame
     # compose the transforms to the world and compare with MuJoCo's own forward kinematics of that state
     model = load_model(floor=False, gantry=False)
     data = mujoco.MjData(model)
@@ -178,7 +179,7 @@ def test_robot_description_and_tf_put_every_link_on_the_robot(bridge, client):
         data.qpos[model.jnt_qposadr[model.joint(name).id]] = q
     mujoco.mj_kinematics(model, data)
     world: dict[str, tuple[np.ndarray, np.ndarray]] = {"world": (np.zeros(3), np.array([1.0, 0, 0, 0]))}
-    for f in frames.transforms:  # parents first
+    for f in frames.transforms:  # parents first (the camera's optical frame last: checked in test_camera)
         pp, pq = world[f.parent_frame_id]
         local_q = np.array([f.rotation.w, f.rotation.x, f.rotation.y, f.rotation.z])
         rot = np.zeros(9)

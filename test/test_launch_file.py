@@ -16,7 +16,8 @@ def test_launch_file_lists_the_four_nodes_with_config_files():
     desc = launch_file.load(LAUNCH)
     names = [n.name for n in desc.nodes]
     assert names[:4] == ["plant", "edge", "policy", "sdk_bridge"]
-    assert set(names) == {"plant", "edge", "policy", "sdk_bridge", "foxglove_bridge", "binary_stream"}
+    assert set(names) == {"plant", "edge", "policy", "sdk_bridge", "foxglove_bridge", "binary_stream",
+                          "camera"}
     for node in desc.nodes:
         assert node.package == "vasimov"
         assert node.param_files, node.name
@@ -63,7 +64,7 @@ def _node_params(module) -> dict:
 @pytest.mark.parametrize("node_name,module_name", [
     ("plant", "vasimov_plant.node"), ("edge", "vasimov_edge.node"), ("policy", "vasimov_edge.policy_node"),
     ("sdk_bridge", "vasimov_bridge.sdk_node"), ("foxglove_bridge", "vasimov_bridge.foxglove_node"),
-    ("binary_stream", "vasimov_bridge.binary_node"),
+    ("binary_stream", "vasimov_bridge.binary_node"), ("camera", "vasimov_bridge.camera_node"),
 ])
 def test_every_configured_parameter_is_declared_with_a_valid_value(node_name, module_name):
     import importlib

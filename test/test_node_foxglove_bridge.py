@@ -24,6 +24,7 @@ from test_foxglove_graph import _protobuf_class
 from vasimov_msgs.msg import FirmwareState, PlantState
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
+from vasimov.camera import HEAD_OPTICAL_FRAME
 from vasimov.model.urdf import link_names
 from vasimov.ros import qos, topics
 
@@ -73,7 +74,7 @@ def test_states_to_channels_teleop_and_parameters(node_factory):
             frames_cls = _protobuf_class(ch)
             payload = wait_for(lambda: client.received(tf_sub), 20, "a /tf message")[-1][1]
             tf = frames_cls.FromString(payload)
-            assert {t.child_frame_id for t in tf.transforms} == set(link_names())
+            assert {t.child_frame_id for t in tf.transforms} == set(link_names()) | {HEAD_OPTICAL_FRAME}  # + the camera
             pelvis = next(t for t in tf.transforms if t.child_frame_id == "pelvis_link")
             assert pelvis.parent_frame_id == "world"
             assert (pelvis.translation.x, pelvis.translation.y, pelvis.translation.z) == (1.0, 2.0, 0.7)

@@ -124,3 +124,31 @@ def test_lateness_percentiles_are_within_one_percent_in_constant_memory():
     for _ in range(10000):
         h.add(0.001)
     assert h.counts.nbytes == size  # a longer run costs no memory
+
+
+def test_the_control_period_is_measured_between_tick_starts_and_reported():
+    """On time, every period is the target; one answer 60 ms late shows as one long period (p99/max) and the
+    published conformance window (``take_report``, ``as_dict``) carries both period and lateness."""
+    p = _pacer()
+    t = _run(p, [0.002] * 99 + [0.060])
+    w = p.take_report(t)
+    assert w.ticks == 100
+    assert w.period_ms[0] == pytest.approx(P * 1e3, rel=0.02)
+    assert w.period_ms[2] > 2 * P * 1e3  # the late tick started more than a period after its predecessor
+    d = w.as_dict(P * 1e3)
+    assert d["control_period_ms"]["target"] == pytest.approx(20.0)
+    assert d["control_period_ms"]["max"] > 40.0 and d["lateness_ms"]["max"] > 30.0
+    assert d["ticks"] == 100 and 0.0 < d["rtf"] <= 1.0
+    assert p.take_report(t).ticks == 0  # a new window each take; the log's window is independent
+    assert p.take_window(t).ticks == 100
+
+
+def test_stream_rate_windows_and_total():
+    from vasimov_bridge.stream_rate import StreamRate
+
+    r = StreamRate(0.0)
+    r.count(200)
+    assert r.take(1.0) == {"frames": 200, "window_s": 1.0, "state_hz": 200.0}
+    r.count(90)
+    assert r.take(1.5)["state_hz"] == pytest.approx(180.0)
+    assert r.total(1.5)["frames"] == 290

@@ -6,7 +6,7 @@ per checkout). That venv plays the ROS 2 install (`source /opt/ros/kilted/setup.
 prefix in AMENT_PREFIX_PATH); the product never needs it. Without ../shared (a fresh clone) the tests skip.
 
 The workspace is a clean copy of the repository (the files git knows), built and run with the commands of the
-README's "On a ROS 2 install" block, read from the README itself.
+"On a ROS 2 install" block of docs/ros2.md, read from that page itself.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.graph
 
 THIRDPARTY = ROOT.parent / "shared" / "thirdparty"
 TOOLS_VENV = ROOT / ".ros_tools_venv"
-NODES = ("plant", "edge", "policy", "sdk_bridge", "foxglove_bridge", "binary_stream")
+NODES = ("plant", "edge", "policy", "sdk_bridge", "foxglove_bridge", "binary_stream", "camera")
 ROS_SETUP = "source /opt/ros/kilted/setup.bash"
 # Variables of the project's own venv that must not leak into the "ROS install": the PyPI wheels' bootstrapper
 # re-execs each interpreter once with its own library path, and skips that when it sees its guard variable.
@@ -43,8 +43,8 @@ _VENV_VARS = ("_ROS_WHEELS_BOOTSTRAP_COMPLETE", "LD_LIBRARY_PATH", "VIRTUAL_ENV"
 
 
 def readme_commands() -> list[str]:
-    """The commands of the README's ROS block, comments stripped, in order."""
-    text = (ROOT / "README.md").read_text()
+    """The commands of the ROS block in docs/ros2.md, comments stripped, in order."""
+    text = (ROOT / "docs" / "ros2.md").read_text()
     section = text.split("## On a ROS 2 install", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from vasimov import joints
+from vasimov.scenes import VIEWER_COURSES
 from vasimov_edge.policy.registry import HoldPoseBackend
 from vasimov_tools import scenarios as sc
 from vasimov_tools import viewer_suite
@@ -27,14 +28,44 @@ MINIMAL = "format: 1\nduration: 2.0\n"
 
 # -- the shipped suites -----------------------------------------------------------------------------------------------
 def test_shipped_suites_load_with_the_expected_members():
-    assert {"standard", "goals", "viewer"} <= set(sc.suite_names())
+    assert {"standard", "goals", "viewer", "envelope"} <= set(sc.suite_names())
     viewer = sc.load_entries(["viewer"])
     assert len(viewer) == 39  # all of Menlo's viewer bench files
-    skipped = {e.name: e.skipped for e in viewer if e.scenario is None}
+    assert [e.name for e in viewer if e.scenario is None] == []  # none skipped: friction overrides, course scenes
     sheet = joints.facts()["benchmarks_in_viewer"]["scenarios"]
-    assert len(skipped) == len(sheet["terrain"])  # the friction files run (a floor override); courses are not modelled
-    assert all("course of Menlo's viewer bench" in r for r in skipped.values())
+    courses = {e.name: e.scenario.scene for e in viewer if e.name.startswith("viewer_terrain_")}
+    assert len(courses) == len(sheet["terrain"]) == 7
+    assert courses["viewer_terrain_slope_push"] == courses["viewer_terrain_slope_10deg"] == "viewer_slope_10deg"
+    assert set(courses.values()) == set(VIEWER_COURSES.values())
+    for e in viewer:
+        e.scenario.build_scene()  # every scene and friction resolves
     assert len(sc.load_entries(["standard"])) == 13 and len(sc.load_entries(["goals"])) == 4
+
+
+def test_the_envelope_suite_holds_the_issues_cases_and_targets():
+    """Issue 20's envelope: the SDK limits one axis at a time and combined, command steps, standing pushes of 300 N
+    from four sides and 250 N sideways while walking, slopes, stairs up and down, rough, obstacles, wet and ice."""
+    env = {e.name: e.scenario for e in sc.load_entries(["envelope"])}
+    assert all(s is not None for s in env.values())
+    single = {n: s.commands[0][1:] for n, s in env.items() if n.startswith("envelope_sdk_")}
+    assert sorted(single.values()) == sorted([(0.4, 0, 0), (-0.4, 0, 0), (0, 0.4, 0), (0, -0.4, 0), (0, 0, 0.8),
+                                              (0, 0, -0.8)])
+    for n, s in env.items():
+        if n.startswith(("envelope_sdk_", "envelope_combined_", "envelope_command_steps")):
+            assert (s.criteria.max_tracking_error, s.criteria.max_step_half_time, s.criteria.max_stop_time) == (
+                0.1, 0.5, 1.0), n
+            assert s.commands[-1][1:] == (0.0, 0.0, 0.0), n  # ends with a zero: the stop is scored
+        assert s.criteria.max_compute_p99 == pytest.approx(3e-3), n
+    standing = {tuple(p.force) for n, s in env.items() if n.startswith("envelope_push_standing_") for p in s.pushes}
+    assert standing == {(300.0, 0.0, 0.0), (-300.0, 0.0, 0.0), (0.0, 300.0, 0.0), (0.0, -300.0, 0.0)}
+    walking = [s for n, s in env.items() if n.startswith("envelope_push_walking_")]
+    assert {(s.commands[0][1], abs(s.pushes[0].force[1]), s.pushes[0].duration) for s in walking} == {(0.3, 250.0,
+                                                                                                        0.15)}
+    scenes = {s.build_scene().name: s for s in env.values()}
+    for name in ("slope_10_up", "slope_10_down", "slope_15_up", "slope_15_down", "stairs_10cm", "stairs_10cm_down",
+                 "rough", "obstacles", "flat+ice"):
+        assert scenes[name].commands[0][1:] == (0.2, 0.0, 0.0), name
+    assert scenes["flat+mu0.3"].friction == 0.3 and scenes["flat+ice"].build_scene().friction.mu == 0.1
 
 
 def test_viewer_files_are_the_fact_sheet_generated():
@@ -136,7 +167,6 @@ def test_a_policy_spec_names_the_builtin_controller_with_options():
 @pytest.mark.parametrize(
     ("extra", "field", "says"),
     [
-        ("scene: terrain/stairs_5cm\n", "scene", "does not model"),
         ("faults: [{t: 1, alert: CAN_BUS_OFF}]\n", "faults", "fault injection"),
         ("link: {loss: 0.1}\n", "link", "link impairment"),
     ],
@@ -150,6 +180,7 @@ def test_reserved_fields_are_unsupported_not_invalid(tmp_path, extra, field, say
 
 @pytest.mark.parametrize(("extra", "field", "says"), [
     ("scene: moon\n", "scene", "unknown scene 'moon'"),
+    ("scene: terrain/lava.xml\n", "scene", "not one of Menlo's viewer terrain courses"),
     ("scene: flat+lava\n", "scene", "unknown friction override 'lava'"),
     ("friction: 0\n", "friction", "(0, 2]"),
     ("friction: .nan\n", "friction", "(0, 2]"),
@@ -159,6 +190,12 @@ def test_bad_scenes_and_frictions_are_errors_naming_the_field(tmp_path, extra, f
         sc.load_file(_write(tmp_path, MINIMAL + extra))
     assert not isinstance(exc.value, sc.UnsupportedScenarioError)
     assert exc.value.field == field and says in exc.value.reason
+
+
+def test_a_viewer_course_name_reads_as_the_scene_that_models_it(tmp_path):
+    for text in ("terrain/rough.xml", "terrain/rough"):
+        s, _ = sc.load_file(_write(tmp_path, MINIMAL + f"scene: {text}\n"))
+        assert s.scene == "viewer_rough"
 
 
 def test_a_scene_and_friction_reach_the_plant(tmp_path):

@@ -17,8 +17,8 @@ from harness import ROOT, VENV_BIN, graph_env, next_domain_id
 
 from vasimov.frames import projected_gravity
 from vasimov.model.mjcf import build_mjcf, load_model
-from vasimov.model.terrain import rough_heights, scene_geoms
-from vasimov.scenes import BASES, FRICTIONS, START_PAD_RADIUS, SceneError, parse_scene
+from vasimov.model.terrain import course_rough_heights, rough_heights, scene_geoms
+from vasimov.scenes import BASES, FRICTIONS, START_PAD_RADIUS, VIEWER_COURSES, VIEWER_OBSTACLES, SceneError, parse_scene
 from vasimov_bridge.foxglove_scene import scene_update
 from vasimov_tools import cli
 from vasimov_tools.closed_loop import ClosedLoop
@@ -30,9 +30,11 @@ ROBOT_MASS_N = 32.2 * 9.81  # pelvis_link subtree weight (fact sheet ~32.2 kg)
 # -- the catalog -----------------------------------------------------------------------------------------------------
 def test_the_catalog_has_the_issues_scenes_and_overrides():
     kinds = {b.kind for b in BASES.values()}
-    assert kinds == {"flat", "slope", "stairs", "obstacles", "rough"}
+    assert kinds == {"flat", "slope", "stairs", "stairs_down", "obstacles", "rough", "course_stairs", "course_slope",
+                     "course_obstacles", "course_rough"}
     for name in ("flat", "slope_5_up", "slope_10_up", "slope_15_up", "slope_5_down", "slope_10_down", "slope_15_down",
-                 "stairs_5cm", "stairs_10cm", "stairs_15cm", "obstacles", "rough"):
+                 "stairs_5cm", "stairs_10cm", "stairs_15cm", "stairs_5cm_down", "stairs_10cm_down", "stairs_15cm_down",
+                 "obstacles", "rough", *VIEWER_COURSES.values()):
         assert name in BASES
     assert FRICTIONS["wet"].mu == 0.4 and FRICTIONS["ice"].mu == 0.1
 
@@ -91,7 +93,7 @@ def test_every_scene_compiles_and_keeps_the_start_pad_flat_at_zero(name):
             assert 5.0 - dist == pytest.approx(0.0, abs=1e-6), (name, x, y)
 
 
-@pytest.mark.parametrize("name", ["obstacles", "rough"])
+@pytest.mark.parametrize("name", ["obstacles", "rough", "viewer_rough"])
 def test_seeded_layouts_are_deterministic_for_a_seed(name):
     a, b = build_mjcf(scene=parse_scene(name, seed=5)), build_mjcf(scene=parse_scene(name, seed=5))
     assert a == b
@@ -112,6 +114,70 @@ def test_unseeded_scenes_ignore_the_seed():
 def test_the_ground_is_where_the_parameters_put_it(name, x, z):
     loop = ClosedLoop.create(default_backend_factory(), scene=parse_scene(name))
     assert loop.plant.ground_height(x, 0.0) == pytest.approx(z, abs=2e-4)
+
+
+def _ground(name: str, points: list[tuple[float, float]], seed: int = 0) -> list[float]:
+    """Heights of the compiled ground under (x, y) points: a ray down onto group-0 geoms, as the plant reads it."""
+    model = load_model(scene=parse_scene(name, seed=seed))
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    groups = np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8)
+    hit = np.zeros(1, dtype=np.int32)
+    return [5.0 - mujoco.mj_ray(model, data, np.array([x, y, 5.0]), np.array([0.0, 0.0, -1.0]), groups, 1, -1, hit)
+            for x, y in points]
+
+
+def test_stairs_down_start_on_the_top_landing_and_end_on_the_lowered_floor():
+    # 6 risers of 10 cm from x = 0.35 m, 0.30 m treads: the landing at 0, tread k at -k risers, the floor at -0.6 m
+    xs = [-2.5, 0.0, 0.34, 0.36, 0.35 + 0.45, 0.35 + 5 * 0.3 - 0.01, 0.35 + 5 * 0.3 + 0.01, 6.0]
+    want = [0.0, 0.0, 0.0, -0.1, -0.2, -0.5, -0.6, -0.6]
+    assert _ground("stairs_10cm_down", [(x, 1.0) for x in xs]) == pytest.approx(want, abs=1e-6)
+    assert _ground("stairs_5cm_down", [(0.35 + 2.5 * 0.3, -1.4)]) == pytest.approx([-0.15], abs=1e-6)
+
+
+@pytest.mark.parametrize("cm", [5, 10])
+def test_the_viewer_stairs_course_is_five_up_a_top_and_five_down(cm):
+    # the viewer's stairs_{cm}cm.xml: boxes centred at x = 4.0 m, half lengths 2.5, 2.15, 1.8, 1.45, 1.1 m
+    h = cm / 100.0
+    xs = [1.4, 1.6, 1.5 + 0.35 * 1.5, 2.95, 4.0, 5.05, 6.5 - 0.35 * 1.5, 6.4, 6.6]
+    want = [0.0, h, 2 * h, 5 * h, 5 * h, 5 * h, 2 * h, h, 0.0]
+    assert _ground(f"viewer_stairs_{cm}cm", [(x, 2.9) for x in xs]) == pytest.approx(want, abs=1e-6)
+
+
+@pytest.mark.parametrize(("deg", "rise"), [(10, 0.3), (15, 0.4)])
+def test_the_viewer_slope_course_ramps_up_holds_a_top_and_ramps_down(deg, rise):
+    run = rise / math.tan(math.radians(deg))
+    x0, top = 1.5, 1.5
+    xs = [1.4, x0 + 0.5 * run, x0 + run + 0.75, x0 + run + top + 0.25 * run, x0 + 2 * run + top + 0.1]
+    want = [0.0, 0.5 * rise, rise, 0.75 * rise, 0.0]
+    assert _ground(f"viewer_slope_{deg}deg", [(x, -2.0) for x in xs]) == pytest.approx(want, abs=1e-6)
+
+
+def test_the_viewer_obstacles_are_the_scene_files_boxes():
+    def top_at(px: float, py: float) -> float:  # the highest of the (yawed) boxes over a point: some overlap
+        best = 0.0
+        for x, y, hx, hy, hz, yaw in VIEWER_OBSTACLES:
+            c, s = math.cos(yaw), math.sin(yaw)
+            u, v = c * (px - x) + s * (py - y), -s * (px - x) + c * (py - y)
+            if abs(u) <= hx and abs(v) <= hy:
+                best = max(best, 2.0 * hz)
+        return best
+
+    centres = [(x, y) for x, y, *_ in VIEWER_OBSTACLES]
+    assert _ground("viewer_obstacles", centres) == pytest.approx([top_at(x, y) for x, y in centres], abs=1e-6)
+    heights = [2.0 * hz for *_, hz, _ in VIEWER_OBSTACLES]
+    assert len(heights) == 14 and min(heights) > 0.03 and max(heights) < 0.07  # the course's 3-7 cm
+    assert _ground("viewer_obstacles", [(1.0, 0.0), (7.0, 0.0)]) == pytest.approx([0.0, 0.0], abs=1e-9)
+
+
+def test_the_viewer_rough_course_is_tiles_of_its_height_range():
+    scene = parse_scene("viewer_rough", seed=2)
+    heights = course_rough_heights(scene)
+    assert heights.shape == (21, 20) and heights.min() >= 0.005 and heights.max() <= 0.04
+    centres = [(1.5 + (i + 0.5) * 0.3, -3.0 + (j + 0.5) * 0.3) for i, j in ((0, 0), (10, 9), (20, 19), (7, 13))]
+    want = [heights[i, j] for i, j in ((0, 0), (10, 9), (20, 19), (7, 13))]
+    assert _ground("viewer_rough", centres, seed=2) == pytest.approx(want, abs=1e-6)
+    assert _ground("viewer_rough", [(1.45, 0.0), (7.85, 0.0)], seed=2) == pytest.approx([0.0, 0.0], abs=1e-9)
 
 
 def test_the_heightfield_matches_its_heights_and_the_published_ground():

@@ -179,3 +179,26 @@ def test_cli_passes_options_to_the_bench(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["bench", "walk", "--set", "nonsense"])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(("times", "fell_at", "n"), [
+    ((2.0, 8.0), None, 2),  # stood through both tiers
+    ((2.0, 8.0), 9.1, 1),  # fell after the second push started: the first was survived
+    ((2.0, 8.0), 2.4, 0),  # fell from the first push
+    ((8.0, 2.0), 8.0, 0),  # order does not matter; falling as the second starts is not past it
+    ((), 3.0, 0),
+    ((), None, 0),
+    ((2.0, 10.0, 18.0, 26.0), 19.0, 2),  # the sustained files' four pushes
+])
+def test_pushes_survived_counts_the_pushes_stood_through(times, fell_at, n):
+    assert wb.pushes_survived(times, fell_at) == n
+
+
+def test_without_scene_each_scenario_keeps_its_own_scene():
+    """`vasimov bench walk --set viewer` ran the viewer's friction files on the default floor (the flat scene was
+    always passed); without --scene the file's own scene and friction apply, as in `vasimov bench run`."""
+    from vasimov.scenes import parse_scene
+
+    assert wb.scene_override("", parse_scene("")) is None
+    ice = parse_scene("flat+ice")
+    assert wb.scene_override("flat+ice", ice) is ice

@@ -5,6 +5,11 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+if [ ! -x .venv/bin/python ]; then
+  echo "run_tests: no .venv in $ROOT (the tests run with .venv/bin/python). Run \`make setup\` first, or \`make test\`," >&2
+  echo "run_tests: which sets it up and then runs this script." >&2
+  exit 1
+fi
 if [ -z "${VASIMOV_IN_NETNS:-}" ]; then
   # needs the package registry, so before the network namespace; a no-op without ../shared/thirdparty
   bash tools/ros_tools_venv.sh || echo "run_tests: could not build the ROS 2 tools venv; test_ros_native will fail" >&2
@@ -24,6 +29,8 @@ if [ "$#" = 0 ]; then set -- test; fi
 .venv/bin/python -m pytest -ra "$@" || status=$?
 # Fast DDS leaves segments only for processes killed hard (tests do that on purpose); remove those of dead ones.
 .venv/bin/python .venv/tools/fastdds/fastdds.py shm clean >/dev/null 2>&1 || true
+# ...and the port segments such a kill orphans, which that tool cannot see (vasimov/ros/shm.py)
+.venv/bin/python -c "from vasimov.ros.shm import remove_orphan_ports; remove_orphan_ports()" >/dev/null 2>&1 || true
 if [ "$status" = 5 ]; then
   echo "run_tests: pytest collected no tests" >&2
 fi

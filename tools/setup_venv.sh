@@ -5,13 +5,30 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENV=$ROOT/.venv
 STAMP=$VENV/.vasimov_stamps
-PY=/root/.pyenv/versions/3.12.1/bin/python3.12
-if [ ! -x "$PY" ]; then
-  PY=$(command -v python3.12 || true)
+# menlo-sdk needs Python >= 3.12 and the ROS 2 Kilted wheels are built for CPython 3.12 only: exactly 3.12.
+# VASIMOV_PYTHON names the interpreter; otherwise pyenv's 3.12.1, then python3.12 on PATH.
+is_py312() { [ -n "$1" ] && [ -x "$1" ] && "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; }
+if [ -n "${VASIMOV_PYTHON:-}" ]; then
+  CANDIDATES=("$VASIMOV_PYTHON")
+else
+  CANDIDATES=("/root/.pyenv/versions/3.12.1/bin/python3.12" "$(command -v python3.12 || true)")
 fi
-if [ -z "$PY" ] || [ ! -x "$PY" ]; then
-  echo "setup: Python 3.12 not found (looked at /root/.pyenv/versions/3.12.1/bin/python3.12 and python3.12 on PATH);" >&2
-  echo "setup: menlo-sdk needs Python >= 3.12. Install it (e.g. pyenv install 3.12) and run make setup again." >&2
+PY=""
+for c in "${CANDIDATES[@]}"; do
+  if is_py312 "$c"; then PY=$c; break; fi
+done
+if [ -z "$PY" ]; then
+  looked=$(printf '%s, ' "${CANDIDATES[@]}"); looked=${looked%, }
+  echo "setup: no Python 3.12 found (looked at: ${looked:-python3.12 on PATH, none there})." >&2
+  echo "setup: the twin needs exactly 3.12 (menlo-sdk needs >= 3.12; the ROS 2 Kilted wheels exist for 3.12 only)." >&2
+  echo "setup: install it (pyenv install 3.12, or your distribution's python3.12 package) so python3.12 is on PATH," >&2
+  echo "setup: or name one: VASIMOV_PYTHON=/path/to/python3.12 make setup" >&2
+  exit 1
+fi
+if [ -e "$VENV/bin/python" ] && ! is_py312 "$VENV/bin/python"; then
+  echo "setup: $VENV exists but its python is not a working Python 3.12 ($("$VENV/bin/python" --version 2>&1 || echo 'it does not run'))." >&2
+  echo "setup: it was made by another interpreter (or that interpreter was removed). Remove it and set up again:" >&2
+  echo "setup:   rm -rf .venv && make setup" >&2
   exit 1
 fi
 for tool in cmake g++ make; do

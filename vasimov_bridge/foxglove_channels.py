@@ -32,9 +32,14 @@ SIM_STAMP_WINDOW_NS = 2_000_000_000
 # ROS-side queue per bridged topic: 0.25 s of a 200 Hz topic rides out scheduling hiccups of this process; a longer
 # stall drops the oldest here, in the bridge, never in the publisher
 READER_DEPTH = 50
+# Images (sensor_msgs Image/CompressedImage): newest wins. A frame is 10-300 kB; queueing 50 of them for a slow
+# process would only deliver stale pictures late, so the bridge's reader keeps one, and the SDK's per-client queue
+# (message_backlog_size) drops a slow client's oldest data
+IMAGE_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"})
+IMAGE_READER_DEPTH = 1
 
 
-def subscription_qos(publisher_qos: list[QoSProfile]) -> QoSProfile:
+def subscription_qos(publisher_qos: list[QoSProfile], ros_type: str = "") -> QoSProfile:
     """A reader every publisher of the topic matches. Latched topics (every publisher transient-local): a reliable,
     transient-local reader of depth 1, so a late viewer still gets the robot description. Everything else: best
     effort, because a viewer may miss a sample but must never make a publisher keep and resend samples for it
@@ -42,7 +47,8 @@ def subscription_qos(publisher_qos: list[QoSProfile]) -> QoSProfile:
     our side bounded."""
     latched = bool(publisher_qos) and all(p.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publisher_qos)
     reliable = latched and all(p.reliability == ReliabilityPolicy.RELIABLE for p in publisher_qos)
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1 if latched else READER_DEPTH,
+    depth = 1 if latched else IMAGE_READER_DEPTH if ros_type in IMAGE_TYPES else READER_DEPTH
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
                       reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
 
@@ -187,7 +193,7 @@ class TopicBridge:
         for b, clients in plan:
             if clients and b.subscription is None:
                 infos = n.get_publishers_info_by_topic(b.topic)
-                profile = subscription_qos([i.qos_profile for i in infos])
+                profile = subscription_qos([i.qos_profile for i in infos], b.ros_type)
                 b.latched = profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
                 b.subscription = n.create_subscription(
                     b.msg_class, b.topic, lambda data, b=b: self.forward(b, data), profile, raw=True)

@@ -137,8 +137,14 @@ def build_layout() -> fl.Layout:
         fl.TabItem(title="Policy", content=_policy_panels()),
         fl.TabItem(title="Bridge", content=bridge_tab),
     ])
+    # the head camera's JPEG beside the 3D view (docs/cameras.md): the compressed image is the light one to stream
+    camera = fl.ImagePanel(title="head camera (JPEG, /camera/head/color/image_raw/compressed)",
+                           config=fl.ImageConfig(image_mode=fl.ImageModeConfig(
+                               image_topic=topics.CAMERA_COLOR_COMPRESSED, calibration_topic=topics.CAMERA_COLOR_INFO)))
+    views = fl.SplitContainer(direction="row", items=[
+        fl.SplitItem(proportion=3, content=three_d), fl.SplitItem(proportion=2, content=camera)])
     left = fl.SplitContainer(direction="column", items=[
-        fl.SplitItem(proportion=3, content=three_d), fl.SplitItem(proportion=1, content=_teleop_panels())])
+        fl.SplitItem(proportion=3, content=views), fl.SplitItem(proportion=1, content=_teleop_panels())])
     return fl.Layout(content=fl.SplitContainer(direction="row", items=[
         fl.SplitItem(proportion=1, content=left), fl.SplitItem(proportion=1, content=tabs)]))
 

@@ -1,4 +1,5 @@
-"""The Foxglove bridge's `/tf` publisher: every link of the robot, from the simulated joint state and base pose.
+"""The Foxglove bridge's `/tf` publisher: every link of the robot, from the simulated joint state and base pose, and
+the head camera's optical frame (``head_camera_optical_frame``, REP 103, fixed to ``neck_pitch_link``).
 
 `/tf` is a Foxglove ``FrameTransforms`` channel (tf2_msgs is not installable here) so the URDF on
 ``/robot_description`` moves in the 3D panel. Joint states and odometry arrive raw: only their leading stamps are read
@@ -18,6 +19,7 @@ from rclpy.serialization import deserialize_message
 from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 
+from vasimov.camera import HEAD_CAMERA, HEAD_OPTICAL_FRAME, optical_frame_in_body
 from vasimov.ros import qos, topics
 from vasimov_bridge import foxglove_schemas
 from vasimov_bridge.kinematics_tf import KinematicTree, LinkTransform
@@ -40,6 +42,9 @@ class TfPublisher:
         self.node = node  # create/destroy subscriptions, p["tf_rate_hz"], count, log_limited
         self.channel = FrameTransformsChannel(topics.FOXGLOVE_TF, context=fox_context)
         self.tree = KinematicTree()
+        # the head camera's REP 103 optical frame, fixed to its link: the frame id of every camera message
+        pos, rot = optical_frame_in_body(HEAD_CAMERA)
+        self.fixed = [LinkTransform(HEAD_CAMERA.body, HEAD_OPTICAL_FRAME, pos, rot)]
         self.subs: list[Subscription] = []
         self.last_ns: int | None = None
         self.latest_joints: bytes | None = None  # raw CDR
@@ -87,7 +92,7 @@ class TfPublisher:
                 raise ValueError(f"{len(js.name)} joint names but {len(js.position)} positions")
             q = np.asarray(js.position, dtype=float)[self.tree.order_for(js.name)]
             p, o = odom.pose.pose.position, odom.pose.pose.orientation
-            links = self.tree.transforms(q, (p.x, p.y, p.z), (o.w, o.x, o.y, o.z))
+            links = self.tree.transforms(q, (p.x, p.y, p.z), (o.w, o.x, o.y, o.z)) + self.fixed
         except ValueError as exc:
             self.node.count("tf_rejected")
             self.node.log_limited("tf", f"no /tf for this state: {exc}")

@@ -27,8 +27,10 @@ from the same state; the codec, pairing, lane, link and HTTP server are their ow
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import threading
+import time
 from functools import cache
 from typing import Any
 
@@ -44,6 +46,7 @@ from vasimov.boot_states import BootError, parse_boot
 from vasimov.commands import RobotCommand
 from vasimov.faults import FaultError, UnknownJointError, parse_fault
 from vasimov.frames import projected_gravity, yaw_from_quat
+from vasimov.graph_status import SUMMARY_TAG
 from vasimov.model.urdf import link_names
 from vasimov.motor_current import motor_current, torque_constant
 from vasimov.ros import qos, topics
@@ -59,6 +62,7 @@ from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Res
 from vasimov_bridge.sim_disturb import DisturbanceView, ForceControl
 from vasimov_bridge.sim_link import LinkControl, link_params, settings_from_params
 from vasimov_bridge.state_pairing import FRESH, Paired, StatePairing
+from vasimov_bridge.stream_rate import StreamRate
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
 
 #: What a frame reports while its firmware part is stale: DAMP, latched, "a firmware thread stopped responding".
@@ -141,6 +145,13 @@ class SdkBridgeNode(Node):
         self.create_subscription(PlantFault, topics.PLANT_FAULT, self.on_plant_fault, qos.LATCHED)
         if self.pub_dgram is not None:
             self.create_timer(0.1, self._check_tap, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # real time: the state stream's rate on the wall clock, what an SDK program timed on it hears (lockstep
+        # time has no wall-clock meaning)
+        self.rate = StreamRate(time.monotonic())
+        self.pub_rate = None
+        if not self.p["lockstep"]:
+            self.pub_rate = self.create_publisher(String, topics.SDK_RATE, qos.EVENTS)
+            self.create_timer(1.0, self._publish_rate, clock=Clock(clock_type=ClockType.STEADY_TIME))
 
         self.lane = UdpLane(
             self.on_command,
@@ -180,6 +191,15 @@ class SdkBridgeNode(Node):
     def close(self) -> None:
         self.lane.close()
         self.http.stop()
+        if self.pub_rate is not None:
+            total = self.rate.total(time.monotonic())
+            print(f"{SUMMARY_TAG}SDK state stream: {total['state_hz']:.1f} frames per wall second over "
+                  f"{total['window_s']:.1f} s ({total['frames']} frames; target {self.p['state_rate_hz']:g} Hz)",
+                  flush=True)
+
+    def _publish_rate(self) -> None:
+        assert self.pub_rate is not None
+        self.pub_rate.publish(String(data=json.dumps(self.rate.take(time.monotonic()))))
 
     # -- ROS inputs ----------------------------------------------------------------------------------------------
     def _check_tap(self) -> None:
@@ -247,6 +267,7 @@ class SdkBridgeNode(Node):
             self.get_logger().error(f"state frame not sent: {exc}", throttle_duration_sec=1.0)
             return
         self.lane.send_state(sdk_wire.encode_state(frame))
+        self.rate.count()
 
     def _stale_frame(self, msg: PlantSample, seq: int) -> sdk_wire.StateFrame:
         """A sample whose firmware part is too old: what the robot reports when a firmware thread stops

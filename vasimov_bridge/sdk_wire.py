@@ -37,6 +37,7 @@ from vasimov.commands import (
     VelocityCommand,
 )
 from vasimov.joints import NUM_JOINTS
+from vasimov_bridge import state_encoder
 
 #: The one protocol version the firmware speaks; commands carrying any other are refused and every state frame
 #: carries it (the SDK's handshake compares the two).
@@ -340,6 +341,18 @@ FILLED_STATE_FIELDS: tuple[str, ...] = (
 
 def encode_state(frame: StateFrame) -> bytes:
     """One ``StateFrame`` -> one serialized ``asimov.io.RobotState`` (one UDP datagram, no framing).
+
+    Written directly (``state_encoder``: byte-identical to ``encode_state_protobuf``, proven by
+    test/test_state_encoder.py, about 4x faster); a float beyond float32's range takes the generated class.
+    """
+    try:
+        return state_encoder.encode(frame)
+    except OverflowError:
+        return encode_state_protobuf(frame)
+
+
+def encode_state_protobuf(frame: StateFrame) -> bytes:
+    """``encode_state`` through ``asimov_protocol``'s generated class: the reference the direct encoder matches.
 
     Alerts go in **every** frame. The firmware sends its alert block only in every 20th frame and the SDK carries
     the last non-empty list forward for 0.3 s, so both schemes look the same to the SDK; a complete block per

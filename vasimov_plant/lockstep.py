@@ -17,7 +17,7 @@ from std_msgs.msg import String
 
 from vasimov.lockstep_gate import GateEvent, LockstepGate, parse_participants
 from vasimov.ros import qos, topics
-from vasimov.ros.lockstep import ready_announcers, tick_readers, writers_matched
+from vasimov.ros.lockstep import ready_announcers, resolved, tick_readers, writers_matched
 
 if TYPE_CHECKING:
     from vasimov_plant.node import PlantNode
@@ -53,7 +53,7 @@ class LockstepDriver:
     def _wired(self) -> bool:
         """The plant's writers matched every reader it knows of, and someone publishes the answers."""
         n = self.node
-        return n.count_publishers(topics.MOTOR_COMMAND) >= 1 and writers_matched(n, n.pubs.streams)
+        return n.count_publishers(resolved(n, topics.MOTOR_COMMAND)) >= 1 and writers_matched(n, n.pubs.streams)
 
     def _check_presence(self) -> None:
         n = self.node

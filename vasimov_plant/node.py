@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from rclpy.duration import Duration
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from vasimov_msgs.msg import MotorCommand, PlantFault, SimControl
 
@@ -42,7 +42,7 @@ from vasimov.realism import describe, parse_realism
 from vasimov.ros import qos, topics
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
-from vasimov.ros.spin import ros_session
+from vasimov.ros.spin import make_executor, ros_session
 from vasimov.scenes import parse_scene
 from vasimov_plant.boot_pose import boot
 from vasimov_plant.disturbances import Disturbances
@@ -71,6 +71,11 @@ PARAMS: tuple[ParamSpec, ...] = (
               min=0.05, max=10.0),
     ParamSpec("realtime_log_period", 10.0, "Real time only: wall seconds between log lines with the achieved "
               "real-time factor, tick lateness and watchdog damps (0 = off).", min=0.0, max=3600.0),
+    ParamSpec("realtime_report_period", 1.0, "Real time only: wall seconds between real-time conformance reports on "
+              "/vasimov/realtime (control period and lateness p50/p99/max, real-time factor; 0 = off).",
+              min=0.0, max=3600.0),
+    ParamSpec("realtime_warn_rtf", 0.95, "Real time only: the plant warns once when a report window's real-time "
+              "factor falls below this (the machine cannot keep real time).", min=0.0, max=1.0),
     ParamSpec("watchdog_kd", DAMP_KD, "Damping gain applied to every joint while the motor command is stale.",
               min=0.0, max=50.0),
     ParamSpec("standard_topics_decimation", 1, "Publish /joint_states, /imu and ground truth every N physics "
@@ -451,7 +456,7 @@ def main(args: list[str] | None = None) -> int:
             except ValueError as exc:
                 print(f"plant: configuration error: {exc}", file=sys.stderr)
                 return 2
-            executor = SingleThreadedExecutor()
+            executor = make_executor(node)
             executor.add_node(node)
             code = node.drive(executor, stop, flush_timeout=5.0)
         except ExternalShutdownException:

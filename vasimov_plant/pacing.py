@@ -82,6 +82,7 @@ class WindowStats:
     late_ticks: int  # ticks that started more than one control period behind their slot
     unanswered: int  # ticks stepped without their answer (a participant silent for answer_timeout)
     lateness_ms: tuple[float, float, float]  # p50, p99, max of (start - slot)
+    period_ms: tuple[float, float, float] = (0.0, 0.0, 0.0)  # p50, p99, max of the wall time between tick starts
 
     @property
     def rtf(self) -> float:
@@ -93,6 +94,16 @@ class WindowStats:
                 f"{self.ticks} ticks, lateness p50 {p50:.2f} ms p99 {p99:.2f} ms max {mx:.2f} ms, "
                 f"{self.late_ticks} late > 1 period, {self.unanswered} without answer")
 
+    def as_dict(self, period_target_ms: float) -> dict[str, object]:
+        """The window as the JSON of ``/vasimov/realtime`` and the exit summary (real-time conformance)."""
+        p50, p99, mx = self.lateness_ms
+        q50, q99, qmx = self.period_ms
+        return {"window_s": round(self.wall_s, 3), "sim_s": round(self.sim_s, 3), "rtf": round(self.rtf, 4),
+                "ticks": self.ticks, "late_ticks": self.late_ticks, "unanswered": self.unanswered,
+                "control_period_ms": {"target": round(period_target_ms, 3), "p50": round(q50, 3), "p99": round(q99, 3),
+                                      "max": round(qmx, 3)},
+                "lateness_ms": {"p50": round(p50, 3), "p99": round(p99, 3), "max": round(mx, 3)}}
+
 
 @dataclass
 class _Window:
@@ -101,6 +112,8 @@ class _Window:
     late: int = 0
     unanswered: int = 0
     lateness: LatenessHistogram = field(default_factory=LatenessHistogram)
+    period: LatenessHistogram = field(default_factory=LatenessHistogram)  # wall s between successive tick starts
+    last_start: float | None = None
 
 
 class Pacer:
@@ -123,6 +136,7 @@ class Pacer:
         self.slipped_s = 0.0  # wall time the schedule gave up on (not simulated)
         self.total = _Window(now)
         self.window = _Window(now)
+        self.report = _Window(now)  # the published conformance window (/vasimov/realtime), beside the log's
         self.closed = False  # has the loop closed (a first answer arrived)?
 
     def answer_arrived(self, now: float) -> None:
@@ -148,11 +162,14 @@ class Pacer:
         """Record that the tick's physics starts at ``now``; advance the schedule; return the lateness (s)."""
         lateness = max(0.0, now - self.slot)
         late = lateness > self.period_wall
-        for w in (self.total, self.window):
+        for w in (self.total, self.window, self.report):
             w.ticks += 1
             w.late += int(late)
             w.unanswered += int(not answered)
             w.lateness.add(lateness)
+            if w.last_start is not None:
+                w.period.add(now - w.last_start)
+            w.last_start = now
         self.slot += self.period_wall
         behind = now - self.slot
         if behind > self.max_backlog_s:
@@ -163,14 +180,21 @@ class Pacer:
     def take_window(self, now: float) -> WindowStats:
         """Stats since the previous call (or the start), and start a new window."""
         stats = self._stats(self.window, now)
-        self.window = _Window(now)
+        self.window = _Window(now, last_start=self.window.last_start)
+        return stats
+
+    def take_report(self, now: float) -> WindowStats:
+        """Like ``take_window``, for the published conformance window (its own period)."""
+        stats = self._stats(self.report, now)
+        self.report = _Window(now, last_start=self.report.last_start)
         return stats
 
     def summary(self, now: float) -> WindowStats:
         return self._stats(self.total, now)
 
     def _stats(self, w: _Window, now: float) -> WindowStats:
-        h = w.lateness
+        h, q = w.lateness, w.period
         return WindowStats(wall_s=now - w.start_wall, sim_s=w.ticks * self.period_sim, ticks=w.ticks,
                            late_ticks=w.late, unanswered=w.unanswered,
-                           lateness_ms=(h.percentile(50) * 1e3, h.percentile(99) * 1e3, h.max_s * 1e3))
+                           lateness_ms=(h.percentile(50) * 1e3, h.percentile(99) * 1e3, h.max_s * 1e3),
+                           period_ms=(q.percentile(50) * 1e3, q.percentile(99) * 1e3, q.max_s * 1e3))

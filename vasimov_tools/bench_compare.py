@@ -6,9 +6,11 @@ Scenarios are matched by name. For each, the differences that matter and a verdi
 * **status**: passed -> failed (or error) is *worse*, failed -> passed *better*;
 * **fall**: standing -> fallen is *worse* (and the reverse *better*); both fallen: falling later by more than the
   ``fall_time`` tolerance is *better*, earlier *worse*;
-* **tracking error** (planar and yaw, lower is better), **peak tilt** (from ``outcome.max_gravity_z``, lower is
-  better: margin to the fall rule) and, for scenarios that command no motion at all, **drift** (lower is better):
-  a difference beyond its tolerance counts, a smaller one is noise.
+* **tracking error** (planar and yaw, lower is better), **step half time** and **stop time** (how fast the body answers
+  a change of command and stops after a zero, :mod:`vasimov_tools.tracking`; lower is better), **peak tilt** (from
+  ``outcome.max_gravity_z``, lower is better: margin to the fall rule), **pushes survived** (the viewer's push
+  tiers, higher is better, any difference counts) and, for scenarios that command no motion at
+  all, **drift** (lower is better): a difference beyond its tolerance counts, a smaller one is noise.
 
 A scenario is *worse* when any of these is worse, else *better* when any is better, else *same*. Along/lateral/
 heading and the minimum pelvis height are shown as differences but judged only through the scenario's own pass
@@ -58,6 +60,7 @@ class Tolerances:
     yaw_tracking_error: float = 0.02  # rad/s
     tilt_deg: float = 2.0  # deg of peak torso tilt
     drift: float = 0.05  # m, scenarios without a motion command only
+    response_time: float = 0.1  # s: step half time and stop time (vasimov_tools.tracking), five control ticks
 
 
 @dataclass
@@ -148,7 +151,12 @@ def judge(name: str, a: dict[str, Any] | None, b: dict[str, Any] | None, tol: To
     checks = [("tracking error", oa.get("tracking_error"), ob.get("tracking_error"), tol.tracking_error, "m/s"),
               ("yaw tracking error", oa.get("yaw_tracking_error"), ob.get("yaw_tracking_error"),
                tol.yaw_tracking_error, "rad/s"),
-              ("peak tilt", tilt_deg(oa), tilt_deg(ob), tol.tilt_deg, "deg")]
+              ("peak tilt", tilt_deg(oa), tilt_deg(ob), tol.tilt_deg, "deg"),
+              ("step half time", oa.get("step_half_time"), ob.get("step_half_time"), tol.response_time, "s"),
+              ("stop time", oa.get("stop_time"), ob.get("stop_time"), tol.response_time, "s")]
+    pa, pb = oa.get("pushes_survived"), ob.get("pushes_survived")
+    if pa is not None and pb is not None and pa != pb:
+        note(1 if pb > pa else -1, f"stands through {pb} of the pushes instead of {pa}")
     if not commands_motion(a) and not commands_motion(b):
         checks.append(("drift", oa.get("drift"), ob.get("drift"), tol.drift, "m"))
     for label, va, vb, t, unit in checks:
@@ -183,7 +191,8 @@ def _num(doc: dict[str, Any] | None, key: str, fmt: str) -> str:
 
 
 COLUMNS = (("fell", "fell_at", ".2f"), ("along", "along", ".2f"), ("track", "tracking_error", ".3f"),
-           ("yawtr", "yaw_tracking_error", ".3f"), ("tilt", "tilt", ".1f"), ("drift", "drift", ".2f"))
+           ("yawtr", "yaw_tracking_error", ".3f"), ("half", "step_half_time", ".2f"), ("stop", "stop_time", ".2f"),
+           ("tilt", "tilt", ".1f"), ("drift", "drift", ".2f"))
 
 
 def format_table(comparisons: Sequence[Comparison]) -> str:

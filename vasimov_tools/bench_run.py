@@ -80,7 +80,7 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
     doc = task_doc(task)
     trace: list[dict[str, float]] = []
     try:
-        factory = _factory(task["policy"])
+        factory = policy_factory(task["policy"])
         r = wb.run_scenario(task["scenario"], factory, trace=trace)
     except Exception as exc:  # a broken backend/firmware is a result to report, not a crash of the whole suite
         doc.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
@@ -119,7 +119,9 @@ def fall_rule(scenario: Any) -> dict[str, float]:
     return {"min_pelvis_height": h, "max_tilt_deg": math.degrees(math.acos(max(-1.0, min(1.0, -gz))))}
 
 
-def _factory(spec: str) -> Callable[..., Any]:
+def policy_factory(spec: str) -> Callable[..., Any]:
+    """The backend factory of ``--policy SPEC`` for :func:`vasimov_tools.walk_bench.run_scenario` (one rule for every
+    bench command that takes a policy: run, compare, push-limit)."""
     from vasimov_tools import walk_bench as wb
 
     base, options = sc.parse_policy(spec)

@@ -3,14 +3,16 @@
     vasimov up [--lockstep --duration S] [--seed N] [--scene NAME[+FRICTION]] [--policy SPEC] [--script FILE]
                [--viewer] [--record DIR] [--compose] [ARG:=VALUE ...]
     vasimov scenes [--json]
-    vasimov record DIR [--exclude REGEX] [--compression zstd|none]
+    vasimov record DIR [--exclude REGEX] [--compression zstd|none] [--camera-raw]
     vasimov topics [--window S]
     vasimov echo TOPIC [--once] [--count N] [--json]
     vasimov model export DIR
+    vasimov snapshot [--scene NAME] [--view third|head] [--width W --height H] OUT.png | --gallery DIR
     vasimov bench walk [NAME ...] [--set standard|viewer|all] [--policy SPEC] [--graph [--realtime]]
     vasimov bench run SUITE|FILE... [--out DIR] [--workers N] [--policy SPEC] [--ray ADDRESS]
     vasimov bench compare A B [--out DIR] [--tol-NAME X ...]
     vasimov bench compare --policy A --policy B SUITE|FILE... [--out DIR] [--workers N] [--ray ADDRESS]
+    vasimov bench push-limit [--policy SPEC] [--direction front|back|left|right|all ...] [--walking VX] [--out FILE]
     vasimov replay BAG [--out DIR]
 """
 
@@ -68,8 +70,13 @@ def cmd_up(ns: argparse.Namespace) -> int:
             desc = with_recorder(desc, Path(ns.launch), overrides, Path(ns.record))
         _check_scene(desc.args)
         _check_realism(desc.args)
+        _check_policy(desc.args)
     except launch_file.LaunchFileError as exc:
         print(f"vasimov up: {exc}", file=sys.stderr)
+        return 2
+    conflict = _check_ports(desc.args)
+    if conflict is not None:
+        print(conflict, file=sys.stderr)
         return 2
     if ns.compose:
         from vasimov_tools import compose
@@ -104,6 +111,29 @@ def _check_scene(args: dict[str, str]) -> None:
             parse_scene(args["scene"])
         except SceneError as exc:
             raise launch_file.LaunchFileError(f"{exc} (vasimov scenes lists them)") from exc
+
+
+def _check_policy(args: dict[str, str]) -> None:
+    """A policy spec that names nothing is a configuration error before any node starts (the policy node refuses it
+    too, but only after the rest of the graph has started)."""
+    from vasimov_edge.policy.registry import BackendSpecError, check_spec
+
+    if "policy" in args:
+        try:
+            check_spec(args["policy"])
+        except BackendSpecError as exc:
+            raise launch_file.LaunchFileError(str(exc)) from exc
+
+
+def _check_ports(args: dict[str, str]) -> str | None:
+    """A port the graph would listen on that is taken (most often by a running twin): one message before any node
+    starts, naming the port and what to do (vasimov_tools.preflight)."""
+    from vasimov_tools import preflight
+
+    try:
+        return preflight.check_ports(args)
+    except ValueError:  # a port argument that is not a number: the node that reads it says so
+        return None
 
 
 def _check_realism(args: dict[str, str]) -> None:
@@ -204,7 +234,8 @@ def cmd_record(ns: argparse.Namespace) -> int:
     from vasimov_tools import record
 
     args = ["vasimov-record", "--ros-args", "-r", f"__node:={RECORDER_NODE}", *_param("output", str(out)),
-            *_param("compression", ns.compression), *_param("exclude", ns.exclude or "")]
+            *_param("compression", ns.compression), *_param("exclude", ns.exclude or ""),
+            *_param("camera_raw", bool(ns.camera_raw))]
     config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
     if config.is_file():
         args[2:2] = ["--params-file", str(config)]
@@ -273,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--launch", default=str(_default_launch()), help="launch file (ROS 2 YAML format)")
     up.add_argument("--record", metavar="DIR", help="also record every topic into a rosbag2 directory (MCAP)")
     up.add_argument("--compose", action="store_true",
-                    help="every node in one process on one executor: faster, no isolation (README, Composed mode)")
+                    help="every node in one process: faster, no isolation (docs/reliability-security.md)")
     up.add_argument("launch_args", nargs="*", metavar="NAME:=VALUE", help="launch arguments")
     up.set_defaults(func=cmd_up)
 
@@ -284,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("record", help="record every topic of the running graph into a rosbag2 directory (MCAP)")
     rec.add_argument("dir", help="bag directory to create (must not exist)")
     rec.add_argument("--exclude", help="regular expression of topics not to record")
+    rec.add_argument("--camera-raw", action="store_true",
+                     help="also record the camera's raw color and depth images (default: JPEG color + camera infos)")
     rec.add_argument("--compression", choices=("zstd", "none"), default="zstd", help="MCAP chunk compression")
     rec.set_defaults(func=cmd_record)
 
@@ -315,6 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
     comp = bsub.add_parser("compare", help="two bench run result folders (or a suite run with two --policy): "
                                            "per-scenario verdicts, exit 1 on regression")
     comp.add_argument("rest", nargs=argparse.REMAINDER)
+    plim = bsub.add_parser("push-limit", help="largest survived 0.15 s pelvis push per direction (bisection)")
+    plim.add_argument("rest", nargs=argparse.REMAINDER)
+    snap = sub.add_parser("snapshot", help="a still of the robot in a scene from the twin's renderer (PNG)")
+    from vasimov_tools import snapshot
+
+    snapshot.add_arguments(snap)
+    snap.set_defaults(func=snapshot.run)
     rep = sub.add_parser("replay", help="a bag's motor commands open-loop into the plant: residuals against the log")
     rep.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
@@ -336,6 +376,10 @@ def main(argv: list[str] | None = None) -> int:
         from vasimov_tools import bench_compare
 
         return bench_compare.main(args[2:])
+    if args[:2] == ["bench", "push-limit"]:
+        from vasimov_tools import push_limit
+
+        return push_limit.main(args[2:])
     if args[:1] == ["replay"]:
         from vasimov_tools import replay
 

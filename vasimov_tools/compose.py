@@ -41,6 +41,7 @@ NODE_CLASSES: dict[str, tuple[str, str]] = {
     "foxglove_bridge_node": ("vasimov_bridge.foxglove_node", "FoxgloveBridgeNode"),
     "binary_stream_node": ("vasimov_bridge.binary_node", "BinaryStreamNode"),
     "recorder_node": ("vasimov_tools.record", "RecorderNode"),
+    "camera_node": ("vasimov_bridge.camera_node", "CameraNode"),
 }
 PLANT_EXEC = "plant_node"
 EXIT_CONFIG = 2  # vasimov.ros.spin.EXIT_CONFIG (not imported at module level: it pulls in rclpy)

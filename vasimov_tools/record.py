@@ -81,6 +81,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "wake-ups at lockstep rates; the subscription depth must hold a period's worth).", min=0.0, max=0.5),
     ParamSpec("compression", "zstd", "MCAP chunk compression.", choices=("zstd", "none")),
     ParamSpec("exclude", "", "Regular expression; matching topics are not recorded ('' = record all)."),
+    ParamSpec("camera_raw", False, "Record the camera's raw color (rgb8, 230 kB a frame at 320x240) and depth "
+              "(32FC1, 307 kB) images too; by default a bag takes only the JPEG color image and the camera infos."),
     ParamSpec("drain_time", 2.0, "Seconds, after a stop request, to keep taking messages DDS already delivered.",
               min=0.0, max=60.0),
     ParamSpec("seed", -1, "Seed of the run for provenance; -1 = read the plant node's `seed` parameter.",
@@ -97,6 +99,11 @@ PARAMS: tuple[ParamSpec, ...] = (
 )
 
 PLANT_NODE = "plant"
+#: the camera's raw images (any camera, any namespace): left out of a bag unless ``camera_raw``
+RAW_CAMERA_IMAGE = re.compile(r"(^|/)camera/[^/]+/(color|depth)/image_raw$")
+#: DDS-side depth of an image subscription: 2 s of 15 Hz frames, not `subscription_depth` frames of 300 kB each
+IMAGE_SUBSCRIPTION_DEPTH = 30
+IMAGE_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"})
 POLICY_NODE = "policy"
 UNKNOWN = "unknown"
 
@@ -327,6 +334,10 @@ class RecorderNode(Node):
             if self.exclude is not None and self.exclude.search(topic):
                 self._skip(topic, f"matches exclude {self.exclude.pattern!r}", quiet=True)
                 continue
+            if not self.p["camera_raw"] and RAW_CAMERA_IMAGE.search(topic):
+                self._skip(topic, "raw camera image (record it with camera_raw:=true, vasimov record --camera-raw)",
+                           quiet=True)
+                continue
             if self.count_publishers(topic) == 0:
                 continue  # nothing to record (yet); QoS is chosen from the publishers
             self._subscribe(topic, types)
@@ -337,6 +348,10 @@ class RecorderNode(Node):
         self.skipped[topic] = why
         if not quiet:
             self.get_logger().error(f"not recording {topic}: {why}")
+
+    def _depth(self, msgtype: str) -> int:
+        depth = int(self.p["subscription_depth"])
+        return min(depth, IMAGE_SUBSCRIPTION_DEPTH) if msgtype in IMAGE_TYPES else depth
 
     def _subscribe(self, topic: str, types: Sequence[str]) -> None:
         if len(types) > 1:
@@ -363,7 +378,7 @@ class RecorderNode(Node):
             self.lost[topic] += int(getattr(info, "total_count_change", 0))
 
         self.subs[topic] = self.create_subscription(
-            cls, topic, on_raw, adapted_qos(self, topic, self.p["subscription_depth"]), raw=True,
+            cls, topic, on_raw, adapted_qos(self, topic, self._depth(msgtype)), raw=True,
             event_callbacks=SubscriptionEventCallbacks(message_lost=on_lost))
         self.topics_changed = time.monotonic()
 

@@ -6,7 +6,7 @@ commands. Replaying the commands of a log without any feedback isolates the plan
 from everything upstream: a bag recorded from the twin itself replays exactly (the residuals are numerical noise, a
 test checks below 1e-6 rad), so whatever a robot's log leaves is the twin's plant error on that motion.
 
-What it reads (a rosbag2 directory, see the README's *Replay* section for the format a robot log must be converted
+What it reads (a rosbag2 directory, see docs/recording.md, *Replay*, for the format a robot log must be converted
 to): ``/vasimov/plant/state`` (PlantState, every physics step: joint position/velocity/effort, IMU; ``step`` and
 ``command_tick`` say which command drove each step), ``/vasimov/motor_command`` (MotorCommand per control tick),
 ``/vasimov/provenance`` and the bag's custom data (seed, scene, model hash), and ``/vasimov/sim/control`` (pushes).
@@ -93,7 +93,7 @@ def read_bag(path: Path | str) -> Log:
     for topic in (topics.PLANT_STATE, topics.MOTOR_COMMAND):
         if not raw[topic]:
             raise ReplayError(f"{path}: no {topic} messages; the replay needs the logged plant state and motor "
-                              f"commands (see the README, Replay)")
+                              f"commands (see docs/recording.md, Replay)")
     states = sorted((m for _, m in raw[topics.PLANT_STATE] if m.epoch == 0), key=lambda m: m.step)
     log = Log(states=[], commands={int(m.tick): m for _, m in raw[topics.MOTOR_COMMAND] if m.epoch == 0})
     if any(m.epoch != 0 for _, m in raw[topics.PLANT_STATE]):

@@ -10,9 +10,8 @@ Two kinds of rejection:
 * :class:`ScenarioError`: the file is wrong (a typo, a missing field, a value out of range). The message names the
   file, the field and the reason.
 * :class:`UnsupportedScenarioError` (a subclass): the file is well formed but asks for something the twin cannot run yet
-  -- one of Menlo's viewer terrain courses (``terrain/...``: this twin's own scenes are ``vasimov scenes``), injected
-  faults or link impairment, whose fields are reserved. A suite that holds such files still loads; the runner reports
-  them as skipped with the reason, so Menlo's 39-scenario viewer suite keeps all of its files.
+  -- injected faults or link impairment, whose fields are reserved. A suite that holds such files still loads; the
+  runner reports them as skipped with the reason.
 
 Suites are folders of ``*.yaml`` files (sorted by file name) shipped in ``vasimov_tools/suites/``: ``standard`` (the
 walking issue's required scenarios), ``goals`` (beyond the requirement) and ``viewer`` (Menlo's viewer bench,
@@ -47,7 +46,7 @@ _TOP_KEYS = {
 #: pass-criteria keys -> walk_bench.Criteria fields (lengths in m, angles in rad, speeds in m/s)
 _PASS_KEYS = {
     "min_along", "max_abs_lateral", "min_lateral", "max_abs_heading", "min_heading", "max_drift",
-    "max_tracking_error", "max_compute_p99_ms",
+    "max_tracking_error", "max_compute_p99_ms", "max_step_half_time", "max_stop_time",
 }
 _FALL_KEYS = {"min_pelvis_height", "max_tilt_deg"}
 
@@ -218,15 +217,18 @@ def parse_policy(spec: str) -> tuple[str, tuple[tuple[str, object], ...]]:
 
 def _scene(src: str, doc: Mapping[str, Any], seed: int) -> tuple[str, float | None]:
     """``scene`` (vasimov.scenes syntax, e.g. ``slope_10_up+ice``) and ``friction`` (a coefficient overriding the
-    scene's floor). Menlo's viewer terrain courses (``terrain/...``) have no model here yet: unsupported, not wrong."""
-    from vasimov.scenes import SceneError, custom_friction, parse_scene
+    scene's floor). A viewer bench course name (``terrain/rough.xml``) reads as the scene that models it."""
+    from vasimov.scenes import VIEWER_COURSES, SceneError, custom_friction, parse_scene
 
     scene = doc.get("scene", "flat")
     if not isinstance(scene, str):
         raise ScenarioError(src, "scene", f"must be a scene name, got {scene!r}")
-    if scene.startswith("terrain/"):
-        raise UnsupportedScenarioError(src, "scene", f"{scene!r} is a course of Menlo's viewer bench, which this twin "
-                                                     "does not model (see `vasimov scenes` for the scenes it has)")
+    if scene.startswith("terrain/"):  # a viewer bench file's own name for its course: the scene that models it
+        course = VIEWER_COURSES.get(scene if scene.endswith(".xml") else scene + ".xml")
+        if course is None:
+            raise ScenarioError(src, "scene", f"{scene!r} is not one of Menlo's viewer terrain courses "
+                                              f"({', '.join(VIEWER_COURSES)})")
+        scene = course
     try:
         parse_scene(scene, seed=seed)
     except SceneError as exc:

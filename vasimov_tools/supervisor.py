@@ -291,7 +291,10 @@ class Supervisor:
         for c in self._children:
             if c.pump is not None:
                 c.pump.join(timeout=2.0)
-        if self._killed_hard:
+        # a child that died by a signal (killed from outside, OOM, a crash) skipped Fast DDS's teardown, like one
+        # killed here: its shared-memory segments and port files stay behind unless removed
+        died_hard = any(c.proc.returncode is not None and c.proc.returncode < 0 for c in self._children)
+        if self._killed_hard or died_hard:
             clean_shared_memory()
 
     # -- helpers ---------------------------------------------------------------------------------------------
@@ -322,8 +325,13 @@ class Supervisor:
 
 
 def clean_shared_memory() -> None:
-    """Remove Fast DDS shared-memory segments left by processes that no longer exist (only those)."""
+    """Remove Fast DDS shared-memory segments left by processes that no longer exist (only those): Fast DDS's own
+    ``shm clean`` (unlocked participant segments and ports), then the port segments no listener owns any more,
+    which that tool cannot see (``vasimov.ros.shm.remove_orphan_ports``)."""
+    from vasimov.ros.shm import remove_orphan_ports
+
     script = Path(sys.executable).parent.parent / "tools" / "fastdds" / "fastdds.py"
     if script.is_file():
         subprocess.run([sys.executable, str(script), "shm", "clean"], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False, timeout=30)
+    remove_orphan_ports(min_age_s=0.5)

@@ -6,7 +6,9 @@ against it by the tests (``python -m vasimov_tools.viewer_suite`` rewrites them)
 keeps the viewer's command profile, pushes (force x direction, world frame -- the files' frame is not stated),
 durations and failure criterion (root below 0.35 m or torso tilt above 78.5 deg) and has no other pass criterion.
 The viewer's commands reach 0.6-1.0 m/s, beyond the SDK envelope; the firmware and the built-in gait clip them. The
-friction and terrain files name a foot friction or a scene, so they load as skipped until the scene catalog lands.
+friction files' foot friction becomes a floor friction override (``friction:``, which governs the foot contacts);
+the terrain files run in the scenes that model the viewer's courses (``vasimov.scenes.VIEWER_COURSES``:
+``viewer_stairs_5cm`` ... ``viewer_rough``), so all 39 run and none is skipped.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vasimov import joints
+from vasimov.scenes import VIEWER_COURSES
 from vasimov_tools.scenarios import SUITES_DIR
 
 VIEWER_DIR = SUITES_DIR / "viewer"
@@ -89,7 +92,7 @@ def documents() -> list[tuple[str, str]]:
                      "format: 1", f"name: {name}", f"description: {json.dumps(' '.join(notes))}",
                      f"duration: {_num(duration)}"]
             if group == "terrain":
-                lines.append(f"scene: {entry['scene'].removesuffix('.xml')}")
+                lines.append(f"scene: {VIEWER_COURSES[entry['scene']]}")
             if "foot_friction" in entry:
                 lines.append(f"friction: {_num(entry['foot_friction'])}")
             lines.append("commands:")

@@ -17,6 +17,9 @@ Scores (all along/relative to the pose at the moment the scenario starts):
   (the firmware's own fall latch, at a 60 deg tilt, comes later and is what the SDK sees);
 * ``along`` / ``lateral``: pelvis displacement along / across the start heading; ``drift``: horizontal norm;
 * ``heading``: signed heading change (unwrapped);
+* ``tracking_error`` / ``yaw_tracking_error``, ``step_half_time``, ``stop_time``: how the body follows the command
+  (:mod:`vasimov_tools.tracking`: RMS over 1 s blocks in the heading frame; time to half of a commanded change; time
+  to a stop after a zero command);
 * ``sole_spin_max`` / ``sole_spin_p95``: how far (rad) a loaded stance sole turned in yaw over one single support
   (:mod:`vasimov_tools.sole_grip`): the first sign of the spins that end in a fall, visible in every minute of walking;
 * compute time of the backend's ``step``, p50/p99, both wall-clock and the calling thread's CPU time. The
@@ -40,6 +43,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +54,7 @@ from vasimov.realism import RealismError, parse_realism
 from vasimov.scenes import Scene, SceneError, custom_friction, parse_scene
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
+from vasimov_tools import tracking
 from vasimov_tools.closed_loop import ClosedLoop
 from vasimov_tools.sole_grip import SoleSpinMeter
 
@@ -87,6 +92,8 @@ class Criteria:
     max_drift: float | None = None
     max_compute_p99: float | None = 2e-3  # s of thread CPU time per tick
     max_tracking_error: float | None = None  # m/s, RMS over 1 s blocks of |measured - commanded| planar velocity
+    max_step_half_time: float | None = None  # s: the slowest response to a change of command (vasimov_tools.tracking)
+    max_stop_time: float | None = None  # s: the slowest stop after a zero command
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,15 @@ class Result:
     # None: not measured, or no single support)
     sole_spin_max: float | None = None
     sole_spin_p95: float | None = None
+    # s, vasimov_tools.tracking: the slowest time to half of a commanded change and the slowest stop after a zero
+    # command (None: the scenario has no such change); with how many changes/stops were scored
+    step_half_time: float | None = None
+    step_count: int = 0
+    stop_time: float | None = None
+    stop_count: int = 0
+    # pushes the robot stood through (not fallen by the next push's start or the scenario's end): the viewer bench's
+    # push tiers ("reasonable" at 2 s, "beyond" at 8 s) survived, 0-2
+    pushes_survived: int = 0
 
 
 def random_commands(seed: int, n: int = 20, duration: float = 60.0) -> tuple[Command, ...]:
@@ -173,7 +189,7 @@ def standard_scenarios() -> dict[str, Scenario]:
     return {**load_suite("standard"), **load_suite("goals")}
 
 
-VIEWER_SETS = ("locomotion", "distance", "push_standing", "push_walking", "push_sustained", "friction")
+VIEWER_SETS = ("locomotion", "distance", "push_standing", "push_walking", "push_sustained", "friction", "terrain")
 
 
 def viewer_scenarios() -> dict[str, Scenario]:
@@ -181,8 +197,8 @@ def viewer_scenarios() -> dict[str, Scenario]:
     (vasimov_tools.viewer_suite generates its files): its command profiles, pushes and failure criterion (root below
     0.35 m or torso tilt above 78.5 deg), reported as goals. Its commands reach 0.6-1.0 m/s, beyond the SDK
     envelope and the built-in gait (which clips them); the friction files run with their floor friction; the terrain
-    courses are not modelled and are skipped. Push directions are taken in the world frame (the files' frame is not
-    stated)."""
+    courses run in the scenes that model them (``viewer_*`` in ``vasimov scenes``). Push directions are taken in the
+    world frame (the files' frame is not stated)."""
     from vasimov_tools.scenarios import load_suite
 
     return load_suite("viewer")
@@ -260,17 +276,20 @@ def boot(loop: ClosedLoop, state: str, settle_time: float) -> VelocityKeepalive:
     return keepalive
 
 
-TRACKING_BLOCK = 1.0  # s: velocities are averaged over blocks this long (about two steps) before they are compared
+TRACKING_BLOCK = tracking.WINDOW  # s: velocities are averaged over blocks this long (about two steps)
 
 
-def _rms_block_error(measured: list[np.ndarray], commanded: list[np.ndarray], dims: slice) -> float:
-    n = round(TRACKING_BLOCK / CONTROL_DT)
-    errs = []
-    for k in range(0, len(measured) - n + 1, n):
-        m = np.mean(np.array(measured[k:k + n])[:, dims], axis=0)
-        c = np.mean(np.array(commanded[k:k + n])[:, dims], axis=0)
-        errs.append(float(np.sum((m - c) ** 2)))
-    return float(math.sqrt(np.mean(errs))) if errs else 0.0
+def _tracking_scores(measured: list[np.ndarray], commanded: list[np.ndarray]) -> dict[str, Any]:
+    """The Result fields of vasimov_tools.tracking (the command before the scenario's clock is the settle's zero)."""
+    if not measured:
+        return {}
+    m, c = np.array(measured), np.array(commanded)
+    steps = tracking.step_half_times(m, c, CONTROL_DT, initial=np.zeros(3))
+    stops = tracking.stop_times(m, c, CONTROL_DT, initial=np.zeros(3))
+    return {"tracking_error": tracking.rms_block_error(m, c, CONTROL_DT, slice(0, 2)),
+            "yaw_tracking_error": tracking.rms_block_error(m, c, CONTROL_DT, slice(2, 3)),
+            "step_half_time": max(steps) if steps else None, "step_count": len(steps),
+            "stop_time": max(stops) if stops else None, "stop_count": len(stops)}
 
 
 def run_scenario(
@@ -390,13 +409,22 @@ def run_scenario(
         failures=[],
         sim_seconds=len(compute) * CONTROL_DT,
         wall_seconds=time.perf_counter() - wall0,
-        tracking_error=_rms_block_error(measured, commanded, slice(0, 2)),
-        yaw_tracking_error=_rms_block_error(measured, commanded, slice(2, 3)),
+        **_tracking_scores(measured, commanded),
     )
     res.sole_spin_max, res.sole_spin_p95 = grip.summary()
+    res.pushes_survived = pushes_survived([p.t for p in scenario.pushes], fell_at)
     res.failures = check(scenario.criteria, res)
     res.passed = not res.failures
     return res
+
+
+def pushes_survived(push_times: Sequence[float], fell_at: float | None) -> int:
+    """How many pushes (start times, any order) the robot stood through: each push up to the next one's start, the
+    last to the end of the run. A fall during or after push k (before push k+1 starts) leaves k pushes survived."""
+    times = sorted(push_times)
+    if fell_at is None:
+        return len(times)
+    return sum(1 for k in range(len(times)) if k + 1 < len(times) and fell_at > times[k + 1])
 
 
 def check(c: Criteria, r: Result) -> list[str]:
@@ -421,6 +449,10 @@ def check(c: Criteria, r: Result) -> list[str]:
         f.append(f"drift {r.drift:.3f} > {c.max_drift:.3f} m")
     if c.max_tracking_error is not None and r.tracking_error > c.max_tracking_error:
         f.append(f"tracking error {r.tracking_error:.3f} > {c.max_tracking_error:.3f} m/s")
+    if c.max_step_half_time is not None and r.step_half_time is not None and r.step_half_time > c.max_step_half_time:
+        f.append(f"step response (half) {r.step_half_time:.2f} > {c.max_step_half_time:.2f} s")
+    if c.max_stop_time is not None and r.stop_time is not None and r.stop_time > c.max_stop_time:
+        f.append(f"stop time {r.stop_time:.2f} > {c.max_stop_time:.2f} s")
     if c.max_compute_p99 is not None and r.cpu_p99_ms > c.max_compute_p99 * 1e3:
         f.append(f"compute (CPU) p99 {r.cpu_p99_ms:.2f} > {c.max_compute_p99 * 1e3:.2f} ms")
     return f
@@ -443,6 +475,12 @@ def format_table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def scene_override(text: str, scene: Scene) -> Scene | None:
+    """The scene ``--scene`` imposes on every scenario, or None (no ``--scene``: each file's own scene and friction,
+    so the viewer's terrain and friction files run where `vasimov bench run` runs them)."""
+    return scene if text.strip() else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     standard = standard_scenarios()
     viewer = viewer_scenarios()
@@ -459,7 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="drive the scenarios through the full node graph with the real menlo-sdk over UDP (one "
                          "fresh `vasimov up` per scenario, lockstep unless --realtime); vasimov_tools.walk_bench_graph")
     ap.add_argument("--realtime", action="store_true", help="with --graph: run the graph in real time")
-    ap.add_argument("--scene", default="", help="scene to walk in (vasimov scenes; default flat): NAME[+FRICTION]")
+    ap.add_argument("--scene", default="", help="scene to walk every scenario in (vasimov scenes), NAME[+FRICTION]; "
+                    "default: each scenario's own")
     ap.add_argument("--seed", type=int, default=0, help="seed of the scene's layout (obstacles, rough)")
     ap.add_argument("--realism", default="", help="sensor and actuator realism (vasimov.realism): none (default), "
                     "typical, training, PROFILE,KEY=VALUE...; drawn from each scenario's seed")
@@ -497,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for n in names:
         scenario = replace(scenarios[n], realism=args.realism) if args.realism else scenarios[n]
-        r = run_scenario(scenario, factory, scene=scene)
+        r = run_scenario(scenario, factory, scene=scene_override(args.scene, scene))
         results.append(r)
         print(json.dumps(asdict(r)), flush=True)
     print(format_table(results))

@@ -14,6 +14,7 @@ Choices made here that are not robot properties (see ``asimov1_facts_NOTES.md``)
   ``actuator_force`` holds the applied torque. Nothing may rely on the declaration order: resolve by name.
 * **``virtual_gantry`` weld** from the world to ``pelvis_link`` (vasimov artefact standing in for the boot stand).
 * **Primitive visuals** (group 2, no collision, no mass): the upstream meshes are not available.
+* **A head camera** ``head_camera`` on ``neck_pitch_link`` (``vasimov.camera``: the sheet has none; assumed numbers).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from vasimov.camera import HEAD_CAMERA, HEAD_CAMERA_NAME, mujoco_xyaxes
 from vasimov.joints import BY_SIM_NAME, SIM_NAMES, facts
 from vasimov.model import terrain
 from vasimov.scenes import Scene
@@ -282,6 +284,11 @@ def _add_body(
         if "size" in s:
             sattrs["size"] = _fmt(s["size"])
         ET.SubElement(body_el, "site", sattrs)
+    if name == HEAD_CAMERA.body:
+        # the head camera (vasimov.camera: every number of it); a camera has no mass and no collision
+        ET.SubElement(body_el, "camera", name=HEAD_CAMERA_NAME, pos=_fmt(HEAD_CAMERA.pos),
+                      xyaxes=_fmt(mujoco_xyaxes()), fovy=_fmt(HEAD_CAMERA.vfov_deg),
+                      resolution=f"{HEAD_CAMERA.width} {HEAD_CAMERA.height}")
     for child in children:
         _add_body(body_el, child, children_of, passive_damping=passive_damping)
 

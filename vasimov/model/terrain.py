@@ -6,8 +6,9 @@ group 0 (``SCENE_GROUP``), named ``scene_*``, colliding like the floor (contype 
 floor's friction), so the feet's friction governs foot contacts exactly as on the flat floor. A friction override
 gives the floor and every scene geom priority 2 and its sliding coefficient: then the ground's friction governs.
 
-Seeded layouts (obstacles, rough ground) draw from their own stream of the run's seed
-(``SeedSequence([seed, salt])``), so the same seed gives the same world and the plant's own generator is untouched.
+Seeded layouts (obstacles, rough ground, the tile heights of the viewer's rough course) draw from their own stream
+of the run's seed (``SeedSequence([seed, salt])``), so the same seed gives the same world and the plant's own
+generator is untouched.
 
 :func:`scene_geoms` reads the ground back from a *compiled* model (what MuJoCo simulates, not what was asked for)
 as plain JSON-able data: the plant publishes it on ``/vasimov/scene`` for viewers (the Foxglove bridge draws it).
@@ -22,16 +23,21 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from vasimov.scenes import START_PAD_RADIUS, Scene
+from vasimov.scenes import START_PAD_RADIUS, VIEWER_OBSTACLES, Scene
 
 SCENE_PREFIX = "scene_"
 SCENE_GROUP = 0  # the floor's group; the robot's geoms are groups 2 (visual) and 3 (collision)
 FRICTION_PRIORITY = 2  # above the feet's 1: an override's friction governs the contact
 _HALF_THICKNESS = 0.05  # m, ramps
-_COLOR_TERRAIN = "0.55 0.52 0.47 1"
-_COLOR_STEP = ("0.60 0.57 0.52 1", "0.50 0.47 0.43 1")
-_COLOR_OBSTACLE = "0.75 0.45 0.20 1"
-_SALT = {"obstacles": 1, "rough": 2}
+# Colors only (no physics): each kind of ground looks distinct in the head camera and in stills (docs/cameras.md)
+_COLOR_RAMP = "0.40 0.56 0.33 1"  # grass green
+_COLOR_STEP = ("0.74 0.71 0.66 1", "0.56 0.54 0.50 1")  # light/dark concrete, alternating so each step edge shows
+_COLOR_OBSTACLE = "0.85 0.45 0.15 1"
+_COLOR_ROUGH = "0.52 0.40 0.27 1"  # bare earth
+# a friction override tints the floor: (checker colors, reflectance)
+_FLOOR_LOOK = {"wet": (("0.22 0.30 0.40", "0.18 0.25 0.34"), 0.35), "ice": (("0.80 0.88 0.95", "0.70 0.80 0.90"), 0.5)}
+_COLOR_TERRAIN = "0.66 0.63 0.58 1"  # concrete: the viewer courses' slopes and landings
+_SALT = {"obstacles": 1, "rough": 2, "course_rough": 3}
 
 
 def _fmt(values: Any) -> str:
@@ -64,13 +70,13 @@ def _slope(world: ET.Element, floor: ET.Element | None, p: dict[str, Any]) -> No
     half_len = math.hypot(length, rise) / 2.0
     normal = np.array([-math.sin(theta), 0.0, math.cos(theta)])
     centre = np.array([x0 + length / 2.0, 0.0, rise / 2.0]) - _HALF_THICKNESS * normal
-    _box(world, "ramp", [half_len, width / 2.0, _HALF_THICKNESS], centre, _COLOR_TERRAIN, _quat_y(-theta))
+    _box(world, "ramp", [half_len, width / 2.0, _HALF_THICKNESS], centre, _COLOR_RAMP, _quat_y(-theta))
     if rise >= 0.0:
-        _box(world, "plateau", [1.0, width / 2.0, rise / 2.0], [x0 + length + 1.0, 0.0, rise / 2.0], _COLOR_TERRAIN)
+        _box(world, "plateau", [1.0, width / 2.0, rise / 2.0], [x0 + length + 1.0, 0.0, rise / 2.0], _COLOR_RAMP)
     else:
         back = 3.0  # m of start pad behind the robot
         _box(world, "start_pad", [(x0 + back) / 2.0, width / 2.0, -rise / 2.0], [(x0 - back) / 2.0, 0.0, rise / 2.0],
-             _COLOR_TERRAIN)
+             _COLOR_RAMP)
         if floor is not None:
             floor.set("pos", _fmt([0.0, 0.0, rise]))
 
@@ -84,6 +90,72 @@ def _stairs(world: ET.Element, p: dict[str, Any]) -> None:
         x_lo = x0 + (k - 1) * tread
         _box(world, f"step{k}", [depth / 2.0, width / 2.0, k * h / 2.0], [x_lo + depth / 2.0, 0.0, k * h / 2.0],
              _COLOR_STEP[k % 2])
+
+
+def _stairs_down(world: ET.Element, floor: ET.Element | None, p: dict[str, Any]) -> None:
+    """The top landing (z = 0) from 3 m behind the robot to ``start_x``, then treads k = 1..n-1 at -k risers, then
+    the floor, moved down to -n risers. Every box stands on the moved floor, so there is no gap under a tread."""
+    h, tread, n, x0, width = (float(p["step_height"]), float(p["tread"]), int(p["steps"]), float(p["start_x"]),
+                              float(p["width"]))
+    bottom = -n * h
+    back = 3.0  # m of landing behind the robot
+    _box(world, "landing", [(x0 + back) / 2.0, width / 2.0, n * h / 2.0], [(x0 - back) / 2.0, 0.0, bottom / 2.0],
+         _COLOR_TERRAIN)
+    for k in range(1, n):
+        top = -k * h
+        _box(world, f"step{k}", [tread / 2.0, width / 2.0, (top - bottom) / 2.0],
+             [x0 + (k - 0.5) * tread, 0.0, (top + bottom) / 2.0], _COLOR_STEP[k % 2])
+    if floor is not None:
+        floor.set("pos", _fmt([0.0, 0.0, bottom]))
+
+
+def _course_stairs(world: ET.Element, p: dict[str, Any]) -> None:
+    """The viewer's stairs course: ``steps`` boxes stacked one riser each, every one ``tread`` shorter at both ends
+    than the one below, so the flight goes up, along a ``top`` long top and down again."""
+    h, tread, n, top, x0, width = (float(p["step_height"]), float(p["tread"]), int(p["steps"]), float(p["top"]),
+                                   float(p["start_x"]), float(p["width"]))
+    total = 2.0 * (n - 1) * tread + top
+    for k in range(1, n + 1):
+        half = total / 2.0 - (k - 1) * tread
+        _box(world, f"stair{k}", [half, width / 2.0, h / 2.0], [x0 + total / 2.0, 0.0, (k - 0.5) * h],
+             _COLOR_STEP[k % 2])
+
+
+def _course_slope(world: ET.Element, p: dict[str, Any]) -> None:
+    """The viewer's slope course: a ramp up at ``angle_deg`` from ``start_x`` to ``rise``, a level ``top``, and the
+    mirror ramp down to the floor (ramps 2 x 0.1 m thick, their top faces meeting the floor and the top exactly)."""
+    theta = math.radians(float(p["angle_deg"]))
+    rise, top, x0, width = float(p["rise"]), float(p["top"]), float(p["start_x"]), float(p["width"])
+    run = rise / math.tan(theta)
+    half_len = math.hypot(run, rise) / 2.0
+    thick = 0.1
+    for name, xc, sign in (("ramp_up", x0 + run / 2.0, 1.0), ("ramp_down", x0 + run + top + run / 2.0, -1.0)):
+        normal = np.array([-sign * math.sin(theta), 0.0, math.cos(theta)])
+        centre = np.array([xc, 0.0, rise / 2.0]) - thick * normal
+        _box(world, name, [half_len, width / 2.0, thick], centre, _COLOR_TERRAIN, _quat_y(-sign * theta))
+    _box(world, "top", [top / 2.0, width / 2.0, rise / 2.0], [x0 + run + top / 2.0, 0.0, rise / 2.0], _COLOR_TERRAIN)
+
+
+def _course_obstacles(world: ET.Element) -> None:
+    for i, (x, y, hx, hy, hz, yaw) in enumerate(VIEWER_OBSTACLES):
+        _box(world, f"obstacle{i}", [hx, hy, hz], [x, y, hz], _COLOR_OBSTACLE, _quat_z(yaw))
+
+
+def course_rough_heights(scene: Scene) -> np.ndarray:
+    """Tile heights (m) of the viewer's rough course, rows along +x from ``start_x``, columns along +y from
+    -width/2: uniform in ``height_range``, drawn from the run's seed."""
+    p = scene.base.params
+    lo, hi = p["height_range"]
+    return _rng(scene).uniform(float(lo), float(hi), size=(int(p["rows"]), int(p["cols"])))
+
+
+def _course_rough(world: ET.Element, scene: Scene) -> None:
+    p = scene.base.params
+    tile, x0, width = float(p["tile"]), float(p["start_x"]), float(p["width"])
+    for i, row in enumerate(course_rough_heights(scene)):
+        for j, height in enumerate(row):
+            _box(world, f"tile{i}_{j}", [tile / 2.0, tile / 2.0, height / 2.0],
+                 [x0 + (i + 0.5) * tile, -width / 2.0 + (j + 0.5) * tile, height / 2.0], _COLOR_STEP[(i + j) % 2])
 
 
 def _rng(scene: Scene) -> np.random.Generator:
@@ -141,7 +213,7 @@ def _rough(root: ET.Element, world: ET.Element, scene: Scene) -> None:
     ET.SubElement(asset, "hfield", name=SCENE_PREFIX + "rough", nrow=str(n), ncol=str(n),
                   size=_fmt([half, half, top, 0.05]), elevation=" ".join(f"{v:.6g}" for v in elevation.ravel()))
     ET.SubElement(world, "geom", name=SCENE_PREFIX + "rough", type="hfield", hfield=SCENE_PREFIX + "rough",
-                  rgba=_COLOR_TERRAIN, group=str(SCENE_GROUP))
+                  rgba=_COLOR_ROUGH, group=str(SCENE_GROUP))
 
 
 def add_scene(root: ET.Element, world: ET.Element, floor: ET.Element | None, scene: Scene) -> None:
@@ -151,12 +223,32 @@ def add_scene(root: ET.Element, world: ET.Element, floor: ET.Element | None, sce
         _slope(world, floor, p)
     elif kind == "stairs":
         _stairs(world, p)
+    elif kind == "stairs_down":
+        _stairs_down(world, floor, p)
+    elif kind == "course_stairs":
+        _course_stairs(world, p)
+    elif kind == "course_slope":
+        _course_slope(world, p)
+    elif kind == "course_obstacles":
+        _course_obstacles(world)
+    elif kind == "course_rough":
+        _course_rough(world, scene)
     elif kind == "obstacles":
         _obstacles(world, scene)
     elif kind == "rough":
         _rough(root, world, scene)
     elif kind != "flat":
         raise ValueError(f"no builder for scene kind {kind!r}")
+    if scene.friction is not None and floor is not None and scene.friction.name in _FLOOR_LOOK:
+        (rgb1, rgb2), reflectance = _FLOOR_LOOK[scene.friction.name]
+        asset = root.find("asset")
+        if asset is None:
+            asset = ET.SubElement(root, "asset")
+        name = SCENE_PREFIX + scene.friction.name
+        ET.SubElement(asset, "texture", name=name, type="2d", builtin="checker", width="512", height="512",
+                      rgb1=rgb1, rgb2=rgb2, mark="edge", markrgb="0.9 0.95 1")
+        ET.SubElement(asset, "material", name=name, texture=name, texrepeat="8 8", reflectance=str(reflectance))
+        floor.set("material", name)
     if scene.friction is not None:
         ground = [g for g in world.findall("geom") if g is floor or g.get("name", "").startswith(SCENE_PREFIX)]
         for g in ground:

@@ -18,6 +18,13 @@ from std_msgs.msg import String
 from vasimov.ros import qos, topics
 
 
+def resolved(node: Any, topic: str) -> str:
+    """The name `topic` has on the graph for this node, remaps applied. rclpy's graph queries (`count_publishers`,
+    `get_*_info_by_topic`) expand a name but do not remap it, so under a namespace (the launch file's `set_remap`
+    rules make the code's absolute names relative) the absolute name would find nobody and lockstep never start."""
+    return node.resolve_topic_name(topic)
+
+
 def writers_matched(node: Any, publishers: list[Any]) -> bool:
     """Every reader the graph knows of is matched by each writer itself: a volatile writer delivers only to readers
     it has matched when it writes, and a reader seeing the writer does not imply the reverse."""
@@ -61,9 +68,9 @@ def join_lockstep(node: Any, inputs: list[Any], subscribe_tick: Callable[[], Non
 
 def ready_announcers(node: Any) -> set[str]:
     """Node names holding a ready announcement on the graph now (the gate's view of who is still there)."""
-    return {info.node_name for info in node.get_publishers_info_by_topic(topics.LOCKSTEP_READY)}
+    return {info.node_name for info in node.get_publishers_info_by_topic(resolved(node, topics.LOCKSTEP_READY))}
 
 
 def tick_readers(node: Any) -> set[str]:
     """Node names reading the tick topic on the graph now."""
-    return {info.node_name for info in node.get_subscriptions_info_by_topic(topics.PLANT_TICK)}
+    return {info.node_name for info in node.get_subscriptions_info_by_topic(resolved(node, topics.PLANT_TICK))}

@@ -1,5 +1,6 @@
 """Declared parameters: every node lists its parameters as data (type, default, description, bounds) and declares
-them through one helper, so the README table, the config files and the nodes cannot drift apart (a test checks)."""
+them through one helper, so the parameter table (docs/ros2.md), the config files and the nodes cannot drift apart
+(a test checks)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ them by design, so they are never anyone's to remove.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from pathlib import Path
 
@@ -35,4 +36,40 @@ def remove_own_segments() -> list[str]:
             with contextlib.suppress(OSError):
                 path.unlink()
                 removed.append(path.name)
+    return removed
+
+
+PORT = re.compile(r"^fastdds_port(\d{1,5})$")
+
+
+def remove_orphan_ports(shm_dir: Path = Path("/dev/shm"), min_age_s: float = 2.0) -> list[str]:
+    """Unlink port segments that no listener owns any more: ``fastdds_port<N>`` (and its ``sem.…_mutex``) with no
+    ``_el``/``_sl`` lock file beside it, untouched for ``min_age_s``.
+
+    Why: a port's listener holds its lock file while alive, and the last participant to close the port removes the
+    segment -- unless a participant that had opened it as a sender died without closing (SIGKILL), which leaves the
+    segment referenced for ever: the listener, exiting cleanly, removes only its lock file. ``fastdds shm clean``
+    looks only at lock files, so it never sees these. A port segment with no lock file has no listener; one being
+    created has its lock file within microseconds, hence the age margin. Returns the names removed."""
+    import time
+
+    removed: list[str] = []
+    try:
+        names = set(os.listdir(shm_dir))
+    except OSError:
+        return removed
+    now = time.time()
+    for name in sorted(names):
+        if not PORT.match(name) or f"{name}_el" in names or f"{name}_sl" in names:
+            continue
+        path = shm_dir / name
+        with contextlib.suppress(OSError):
+            if now - path.stat().st_mtime < min_age_s:
+                continue
+            path.unlink()
+            removed.append(name)
+            mutex = shm_dir / f"sem.{name}_mutex"
+            with contextlib.suppress(OSError):
+                mutex.unlink()
+                removed.append(mutex.name)
     return removed

@@ -21,15 +21,27 @@ from vasimov.stop_signals import stop_on_signals
 EXIT_CONFIG = 2
 
 
-def make_executor() -> Any:
-    """The classic executor. rclpy's experimental EventsExecutor halves callback latency in shared/reference's
-    measurements, but in this graph it never delivered the first lockstep tick and ignored SIGINT (measured
-    2026-11-30, rclpy 9.1.2), so it stays opt-in (VASIMOV_EXECUTOR=events) for experiments."""
-    if os.environ.get("VASIMOV_EXECUTOR", "single") != "events":
+def make_executor(node: Any = None) -> Any:
+    """rclpy's EventsExecutor (C++: no Python wait set rebuilt per callback) for a node that can run on it; the
+    classic SingleThreadedExecutor for one that cannot: guard conditions (the Foxglove bridge, the binary stream),
+    which the EventsExecutor refuses, or a batching observer (``node.batch_period`` > 0), which takes its messages
+    past the executor (``vasimov.ros.batch_take``). ``VASIMOV_EXECUTOR=single`` forces the classic one everywhere,
+    ``events`` the EventsExecutor (for comparison runs; bench/executor_cost.py). Measured per node: docs/performance.md.
+    (An earlier rclpy-9.1.2 trial of the EventsExecutor in every process stalled lockstep's first tick and ignored
+    SIGINT; both were the guard-condition nodes and rclpy's own signal handler, which ``ros_session`` replaced.)"""
+    choice = os.environ.get("VASIMOV_EXECUTOR", "auto") or "auto"
+    if choice not in ("auto", "single", "events"):
+        raise ValueError(f"VASIMOV_EXECUTOR={choice!r}: expected auto, single or events")
+    if choice == "single" or (choice == "auto" and node is not None and not events_capable(node)):
         return SingleThreadedExecutor()
     from rclpy.experimental import EventsExecutor
 
     return EventsExecutor()
+
+
+def events_capable(node: Any) -> bool:
+    """Whether ``node`` runs unchanged on the EventsExecutor: no guard conditions, no batched takes."""
+    return not list(node.guards) and float(getattr(node, "batch_period", 0.0)) <= 0.0
 
 
 # Longest a spinning node takes to notice a stop request (its executor waits at most this long per turn).
@@ -101,7 +113,7 @@ def run_node(name: str, factory: Callable[[], Any], args: list[str] | None = Non
         code = 0
         try:
             node = factory()
-            executor = make_executor()
+            executor = make_executor(node)
             executor.add_node(node)
             spin_until(executor, node, stop)
         except ExternalShutdownException:

@@ -23,6 +23,10 @@ SIM_PUSH_SERVICE = "/vasimov/sim/push"  # vasimov_msgs/srv/Push, served by the p
 SIM_RESTART_SERVICE = "/vasimov/sim/restart"  # vasimov_msgs/srv/Restart, served by the plant
 SIM_LINK = "/vasimov/sim/link"  # std_msgs/String JSON, latched: the SDK link's impairment settings on every change
 SDK_DATAGRAMS = "/vasimov/sdk/datagrams"
+# std_msgs/String JSON, real time only, once per report period: real-time conformance (control period and lateness
+# p50/p99/max, real-time factor) from the plant, and the SDK state stream's rate from the SDK bridge
+REALTIME = "/vasimov/realtime"
+SDK_RATE = "/vasimov/sdk/rate"
 CMD_VEL = "/cmd_vel"  # geometry_msgs/Twist teleop (Foxglove), handed to the arbiter as source FOXGLOVE
 PROVENANCE = "/vasimov/provenance"
 ROBOT_DESCRIPTION = "/robot_description"
@@ -33,3 +37,11 @@ TELEOP_MODE = "/vasimov/teleop/mode"  # std_msgs/String from a Foxglove client: 
 FOXGLOVE_TF = "/tf"  # Foxglove-only channel (foxglove.FrameTransforms): every link from the simulated state
 FOXGLOVE_SCENE = "/vasimov/scene/entities"  # Foxglove-only channel (foxglove.SceneUpdate): the scene's ground
 FOXGLOVE_STATS = "/vasimov/foxglove/stats"  # Foxglove-only JSON channel: the bridge's counters and bound port
+
+# Head camera (vasimov_bridge.camera_node; docs/cameras.md): ROS camera conventions, rendered only while watched
+CAMERA_COLOR = "/camera/head/color/image_raw"  # sensor_msgs/Image rgb8
+CAMERA_COLOR_INFO = "/camera/head/color/camera_info"
+CAMERA_COLOR_COMPRESSED = "/camera/head/color/image_raw/compressed"  # sensor_msgs/CompressedImage jpeg
+CAMERA_DEPTH = "/camera/head/depth/image_raw"  # sensor_msgs/Image 32FC1, metres along the optical axis, NaN: no hit
+CAMERA_DEPTH_INFO = "/camera/head/depth/camera_info"
+CAMERA_STATS = "/vasimov/camera/stats"  # std_msgs/String JSON: the camera node's counters, once a wall second

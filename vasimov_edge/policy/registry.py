@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vasimov.policy_contract import DEFAULT_POS_POLICY
-from vasimov_edge.policy.checkpoint import OFFICIAL_SPEC, CheckpointError, resolve_checkpoint
+from vasimov_edge.policy.checkpoint import OFFICIAL_SPEC, CheckpointError, is_local_spec, resolve_checkpoint
 from vasimov_edge.policy.interface import PolicyBackend, PolicyInput, PolicyOutput
 from vasimov_edge.policy.observation import ObservationBuilder
 
@@ -73,6 +73,22 @@ def _walker_v2() -> PolicyBackend:
             f"use another spec: {SPEC_HELP}"
         ) from exc
     return WalkerV2()
+
+
+def check_spec(spec: str) -> None:
+    """Refuse a spec that cannot name a backend, without building one (no onnxruntime, no download): an empty or
+    unknown name, or a local .onnx file that is not there. Hugging Face specs are left to :func:`make_backend`."""
+    s = spec.strip()
+    if not s:
+        raise BackendSpecError(f"empty policy spec; valid: {SPEC_HELP}")
+    if s in (BUILTIN, WALKER_V2) or s in HOLD_ALIASES:
+        return
+    if is_local_spec(s):
+        if not Path(s).expanduser().is_file():
+            raise BackendSpecError(f"policy file {s!r} not found; valid: {SPEC_HELP}")
+        return
+    if not s.startswith("hf://") and "/" not in s:
+        raise BackendSpecError(f"unknown policy spec {spec!r}; valid: {SPEC_HELP}")
 
 
 def make_backend(spec: str, *, providers: Sequence[str] = ("CPUExecutionProvider",), threads: int = 1) -> PolicyBackend:

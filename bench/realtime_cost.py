@@ -1,0 +1,120 @@
+"""Real-time cost of the graph (issue 24's targets), as ratios to the single-process loop measured in the same run:
+the whole graph's CPU seconds per simulated second in real time (default `vasimov up`), idle and with the real
+`menlo` CLI walking the robot (stand, balance, walk at 0.3 m/s), against the single-process loop's; with the
+achieved real-time factor (from outside, `/api/sim/truth`), the SDK state rate on the wall clock (frames counted by
+the bridge over the window) and the plant's control-tick lateness and control period (its exit summary).
+
+CPU is sampled from outside (every process of the launch, main and DDS threads alike) over the same wall window as
+the simulated time; a shared machine disturbs the ratios least, so compare ratios from one run, never across runs.
+Figures only; asserts nothing. (re-runs itself in a private network namespace when root: the SDK's ports are fixed)
+
+Usage: .venv/bin/python bench/realtime_cost.py [--seconds 20] [--sim-seconds 20] [--no-walk]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
+from common import ROOT, VENV_BIN, CpuSampler, graph_env
+from graph_speed import single_process_rtf
+from harness import http_json, http_json_when_ready, run_menlo, wait_for
+from realtime_load import _in_private_netns
+
+API = "http://127.0.0.1:3000"
+TARGET_IDLE, TARGET_CLIENT = 4.0, 6.0  # issue 24: graph CPU per simulated second <= these x the single-process loop
+
+
+def one_run(seconds: float, walk: bool, domain: int) -> dict:
+    log = tempfile.NamedTemporaryFile(prefix="vasimov-rtcost-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up"], env=graph_env(domain), stdout=log,
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    out = lambda: Path(log.name).read_text(errors="replace")  # noqa: E731
+    result: dict = {"walk": walk}
+    sampler = CpuSampler(proc.pid, period=0.2)
+    walker: threading.Thread | None = None
+    try:
+        wait_for(lambda: "SDK bridge ready" in out() and "plant ready" in out(), 90, "graph start")
+        http_json_when_ready(f"{API}/api/sim/truth")
+        with tempfile.TemporaryDirectory(prefix="menlo-home-") as home:
+            if walk:
+                run_menlo("robots", "add", "sim", "--mode", "udp", "--udp", "127.0.0.1", home=home)
+                r = run_menlo("stand", "-y", home=home)
+                if r.returncode != 0:
+                    raise RuntimeError(f"menlo stand failed ({r.returncode}): {r.stdout[-500:]} {r.stderr[-500:]}")
+                r = run_menlo("balance", "-y", home=home)
+                if r.returncode != 0:
+                    raise RuntimeError(f"menlo balance failed ({r.returncode}): {r.stdout[-500:]} {r.stderr[-500:]}")
+                walker = threading.Thread(target=run_menlo, args=("walk", "-y", "--vx", "0.3", "--duration",
+                                                                  str(seconds + 5)),
+                                          kwargs={"home": home, "timeout": seconds + 60}, daemon=True)
+                walker.start()
+            time.sleep(2.0)  # a benchmark's settling pause (the walk starting), not a test wait
+            c0, t0 = sampler.snapshot(), time.monotonic()
+            s0 = http_json(f"{API}/api/sim/truth")["sim_time"]
+            f0 = http_json(f"{API}/api/sim/counters")["state_frames_sent"]
+            time.sleep(seconds)  # the measured wall-clock window
+            c1, t1 = sampler.snapshot(), time.monotonic()
+            s1 = http_json(f"{API}/api/sim/truth")["sim_time"]
+            f1 = http_json(f"{API}/api/sim/counters")["state_frames_sent"]
+            if walker is not None:
+                walker.join(timeout=seconds + 60)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        sampler.stop()
+    per_proc = {k: round(c1.get(k, 0.0) - c0.get(k, 0.0), 2) for k in c1}
+    sim = s1 - s0
+    result.update(sim_s=sim, wall_s=t1 - t0, rtf_outside=sim / (t1 - t0), sdk_hz=(f1 - f0) / (t1 - t0),
+                  cpu_per_sim_s=sum(per_proc.values()) / sim if sim > 0 else float("nan"), cpu_seconds=per_proc)
+    m = re.search(r"realtime stats: (\{.*\})", out())
+    if m is not None:
+        result["plant"] = json.loads(m.group(1))
+    Path(log.name).unlink()
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=20.0, help="measured wall window per run")
+    ap.add_argument("--sim-seconds", type=float, default=20.0, help="the single-process loop's run")
+    ap.add_argument("--no-walk", action="store_true", help="idle only")
+    ns = ap.parse_args()
+    _in_private_netns()
+    from vasimov_edge.policy.synthetic import make_mlp_policy
+
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = make_mlp_policy(Path(tmp) / "mlp.onnx", seed=0)
+        _, single_cpu = single_process_rtf(str(policy), ns.sim_seconds)
+    print(f"single-process closed loop: {single_cpu:.3f} CPU s per simulated second", flush=True)
+    runs = [("idle (no client)", False, TARGET_IDLE)]
+    if not ns.no_walk:
+        runs.append(("menlo walking the robot", True, TARGET_CLIENT))
+    for i, (label, walk, target) in enumerate(runs):
+        r = one_run(ns.seconds, walk, 120 + i)
+        p = r.get("plant", {})
+        ratio = r["cpu_per_sim_s"] / single_cpu
+        print(f"real time, {label}, {r['wall_s']:.0f} s: graph CPU {r['cpu_per_sim_s']:.3f} s per simulated second "
+              f"= {ratio:.1f}x the single-process loop (target <= {target:g}x: {'met' if ratio <= target else 'MISSED'}"
+              f"); real-time factor {r['rtf_outside']:.3f} (target >= 0.99); SDK state {r['sdk_hz']:.1f} Hz (target "
+              f">= 195); plant's whole run: lateness p99 {p.get('p99_ms', float('nan')):.2f} ms (target <= 2), "
+              f"control period p99 {p.get('period_p99_ms', float('nan')):.2f} ms", flush=True)
+        print("  CPU s per process over the window: " + ", ".join(f"{k} {v:.2f}" for k, v in
+                                                                sorted(r["cpu_seconds"].items(), key=lambda x: -x[1])))
+        print(json.dumps({**r, "single_cpu_per_sim_s": single_cpu, "cpu_ratio": ratio}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
