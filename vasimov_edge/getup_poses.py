@@ -71,8 +71,10 @@ FRONT: tuple[KeyPose, ...] = (
                             elbow=0.0), move_s=1.0, kp_scale=1.6),
     KeyPose("all_fours", pose(hip_pitch=-1.5, knee=1.5, ankle_pitch=-0.35, shoulder_pitch=-1.2, shoulder_roll=-0.2,
                               elbow=0.0), move_s=1.0, kp_scale=1.6),
-    KeyPose("sit_back", pose(hip_pitch=-1.57, knee=1.5, ankle_pitch=-0.35, shoulder_pitch=-0.3, elbow=0.0),
-            move_s=0.8, kp_scale=1.6),
+    KeyPose("sit_back", pose(hip_pitch=-1.57, knee=1.0, ankle_pitch=-0.35, shoulder_pitch=0.3, elbow=0.0),
+            move_s=0.6, kp_scale=2.0),
+    KeyPose("crouch", pose(hip_pitch=-1.4, knee=1.0, ankle_pitch=-0.35, shoulder_pitch=-0.8, elbow=0.3),
+            move_s=1.0, kp_scale=2.0),
 )
 
 # Face up: roll onto the front (left arm and leg across, waist twisted), then the front sequence.
