@@ -63,26 +63,33 @@ def protective_pose() -> np.ndarray:
     return q
 
 
-# Face down: arms under the shoulders, push the chest up onto knees and hands, sit back over the feet.
+# Face down: arms under the shoulders, push the chest up onto knees and hands, sit back over the feet. The elbows
+# stay 0.25 rad off their stop: loaded straight, the body's weight pressed them 0.15 rad past the range, which latches
+# JOINT_OUT_OF_RANGE (measured, tools/recovery_trial.py).
 FRONT: tuple[KeyPose, ...] = (
     KeyPose("hands_under", pose(hip_pitch=0.0, knee=0.0, shoulder_pitch=-1.3, shoulder_roll=-0.25, elbow=1.2),
             move_s=0.8),
     KeyPose("push_up", pose(hip_pitch=-0.9, knee=1.3, ankle_pitch=0.0, shoulder_pitch=-1.4, shoulder_roll=-0.25,
-                            elbow=0.0), move_s=1.0, kp_scale=1.6),
+                            elbow=0.25), move_s=1.0, kp_scale=1.6),
     KeyPose("all_fours", pose(hip_pitch=-1.5, knee=1.5, ankle_pitch=-0.35, shoulder_pitch=-1.2, shoulder_roll=-0.2,
-                              elbow=0.0), move_s=1.0, kp_scale=1.6),
-    KeyPose("sit_back", pose(hip_pitch=-1.57, knee=1.0, ankle_pitch=-0.35, shoulder_pitch=0.3, elbow=0.0),
+                              elbow=0.25), move_s=1.0, kp_scale=1.6),
+    KeyPose("sit_back", pose(hip_pitch=-1.57, knee=1.0, ankle_pitch=-0.35, shoulder_pitch=0.3, elbow=0.25),
             move_s=0.6, kp_scale=2.0),
     KeyPose("crouch", pose(hip_pitch=-1.4, knee=1.0, ankle_pitch=-0.35, shoulder_pitch=-0.8, elbow=0.3),
             move_s=1.0, kp_scale=2.0),
 )
 
-# Face up: roll onto the front (left arm and leg across, waist twisted), then the front sequence.
+# Face up: roll onto the front -- the left arm reaches across, the right leg pushes, the waist unwinds -- then the
+# front sequence. Found by `tools/getup_search.py back --trials 40 --seed 1 --seconds 5` (trial 22 of 40, the only
+# one that turned the body face down; docs/recovery.md).
 BACK: tuple[KeyPose, ...] = (
-    KeyPose("reach_across", pose(waist_yaw=-1.2, hip_pitch=-0.6, knee=0.6, shoulder_pitch=-1.6, shoulder_roll=0.0,
-                                 elbow=0.2, right={"hip_roll": -0.6}), move_s=0.8, kp_scale=1.6),
-    KeyPose("roll_over", pose(waist_yaw=-1.5, hip_pitch=-0.3, knee=0.3, hip_roll=0.6, shoulder_pitch=-2.8,
-                              shoulder_roll=-0.2, elbow=0.0), move_s=0.8, kp_scale=1.6),
+    KeyPose("reach_across", pose(waist_yaw=-0.717, shoulder_pitch=-1.313, shoulder_roll=-0.292, hip_roll=0.0,
+                                 hip_pitch=-0.934, knee=1.237,
+                                 right={"hip_roll": -0.363, "shoulder_pitch": -0.2, "shoulder_roll": -0.2}),
+            move_s=0.477, kp_scale=1.494),
+    KeyPose("roll_over", pose(waist_yaw=0.772, shoulder_pitch=-2.707, shoulder_roll=-0.29, hip_pitch=-1.144,
+                              knee=0.94, right={"hip_roll": 0.517, "shoulder_pitch": -0.2, "shoulder_roll": -0.2}),
+            move_s=0.443, kp_scale=1.494),
 )
 
 # On a side: roll onto the back (lower the arms and straighten, then let gravity finish).
