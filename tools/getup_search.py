@@ -1,7 +1,7 @@
 """Random search of get-up key poses on the single-process closed loop (the documented search behind
 ``vasimov_edge.getup_poses``; docs/recovery.md). Each candidate runs the real chain (firmware core, motor path, real
-torque limits) from a lying boot; it is scored on ground truth (for ranking only): ``front`` -- the lowest tilt and
-the pelvis height held over the last second; ``back`` -- how far the roll turned the body face down.
+torque limits) from a lying boot; it is scored on ground truth (for ranking only): ``front`` -- standing up, else its
+highest, most upright moment (pelvis height - 0.25 x tilt); ``back`` -- how far the roll turned the body face down.
 
     nice -n 15 .venv/bin/python tools/getup_search.py front --trials 40 --seed 1
 """
@@ -73,6 +73,7 @@ def evaluate(direction: str, seq: tuple[KeyPose, ...], seconds: float, seed: int
         n = round(seconds / loop.control_period)
         tail = round(1.0 / loop.control_period)
         tilts, heights, gxs = [], [], []
+        best_pose = -math.inf
         up_at = None
         for k in range(n):
             rec = loop.step_tick()
@@ -81,6 +82,7 @@ def evaluate(direction: str, seq: tuple[KeyPose, ...], seconds: float, seed: int
             tilts.append(math.degrees(math.acos(max(-1.0, min(1.0, -float(g[2]))))))
             heights.append(float(tr.base_pos[2]))
             gxs.append(float(g[0]))
+            best_pose = max(best_pose, heights[-1] - 0.25 * math.radians(tilts[-1]))
             if up_at is None and rec.firmware.counters["recoveries"]:
                 up_at = (k + 1) * loop.control_period
             if direction == "back" and rec.firmware.recovery_phase == "GETUP_FRONT":
@@ -88,12 +90,14 @@ def evaluate(direction: str, seq: tuple[KeyPose, ...], seconds: float, seed: int
     finally:
         recovery.lying_sequence = orig
     return {"up_at": up_at, "tilt_end": float(np.max(tilts[-tail:])), "z_end": float(np.min(heights[-tail:])),
-            "z_max": float(np.max(heights)), "gx_max": float(np.max(gxs)), "front_reached": gxs[-1] > 0.6}
+            "z_max": float(np.max(heights)), "gx_max": float(np.max(gxs)), "front_reached": gxs[-1] > 0.6,
+            "best_pose": float(best_pose)}
 
 
 def score(direction: str, r: dict[str, float]) -> float:
     if direction == "front":
-        return (100.0 if r["up_at"] else 0.0) - r["tilt_end"] / 10.0 + 5.0 * r["z_end"]
+        # standing up wins; else the highest, most upright moment (pelvis z - 0.25 x tilt in rad; standing ~0.6)
+        return (100.0 if r["up_at"] else 0.0) + r["best_pose"]
     return r["gx_max"] + (5.0 if r["front_reached"] else 0.0)
 
 
