@@ -6,6 +6,7 @@ mode, the pelvis height and tilt (ground truth, for scoring only), then one JSON
 the firmware reports STAND), the time it took, the highest pelvis reached, counters.
 
     nice -n 15 .venv/bin/python tools/recovery_trial.py lying_front --seconds 20
+    nice -n 15 .venv/bin/python tools/recovery_trial.py knockdown --seconds 4   # protective fall vs limp fall
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+
+import numpy as np
 
 from vasimov.boot_states import parse_boot
 from vasimov.commands import StandCommand
@@ -57,13 +60,45 @@ def trial(boot_name: str, seconds: float, seed: int = 0, verbose: bool = True) -
             "phases": phases, "retries": c["recovery_retries"], "failures": c["recovery_failures"]}
 
 
+def knockdown(recovery: bool, seconds: float = 4.0, seed: int = 0, force: float = 700.0) -> dict[str, object]:
+    """Balance, then push the pelvis forward (``force`` N for 0.3 s): the fall with the protective pose (recovery on)
+    against the limp fall of the latch (off). Peak pelvis sink speed, joint torques and speeds from the push on."""
+    from vasimov_tools.walk_bench import boot as bench_boot
+
+    loop = ClosedLoop.create(default_backend_factory(), seed=seed, firmware_params=FirmwareParams(recovery=recovery))
+    keepalive = bench_boot(loop, "balance", 1.0)
+    loop.plant.apply_push("pelvis_link", (force, 0.0, 0.0), 0.3)
+    sink, tau, qd, phases = 0.0, 0.0, 0.0, []
+    for _ in range(round(seconds / loop.control_period)):
+        fw = loop.last_fw
+        if fw is not None and fw.policy_active:
+            keepalive.send(0.0, 0.0, 0.0)
+        rec = loop.step_tick()
+        tr = loop.plant.truth()
+        sink = max(sink, -float(tr.base_lin_vel[2]))
+        tau = max(tau, float(np.max(np.abs(rec.sensors.tau))))
+        qd = max(qd, float(np.max(np.abs(rec.sensors.qd))))
+        if not phases or phases[-1][1] != rec.firmware.recovery_phase:
+            phases.append((round(loop.firmware_time, 2), rec.firmware.recovery_phase))
+    fw = loop.last_fw
+    assert fw is not None
+    return {"recovery": recovery, "force_n": force, "peak_pelvis_sink_m_s": round(sink, 3),
+            "peak_joint_torque_nm": round(tau, 1), "peak_joint_speed_rad_s": round(qd, 2),
+            "latched": fw.fault_latched, "phases": phases}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("boot", choices=("lying_back", "lying_front"))
+    ap.add_argument("boot", choices=("lying_back", "lying_front", "knockdown"),
+                    help="lying start, or knockdown: a 700 N push while balancing, recovery off and on")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args()
+    if a.boot == "knockdown":
+        for on in (False, True):
+            print(json.dumps(knockdown(on, min(a.seconds, 6.0), a.seed)))
+        return
     print(json.dumps(trial(a.boot, a.seconds, a.seed, not a.quiet)))
 
 
