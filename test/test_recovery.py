@@ -67,9 +67,12 @@ def test_fall_protects_then_settles_and_picks_the_front_sequence() -> None:
     c.start_fall(0.0, DEFAULT_POS)
     out = c.step(0.0, DEFAULT_POS, np.array([0.5, 0.0, -0.3]), np.array([3.0, 0.0, 0.0]))
     assert c.phase is Phase.FALLING and out is not None
-    np.testing.assert_allclose(out.position, getup_poses.protective_pose())
+    np.testing.assert_allclose(out.position, DEFAULT_POS)  # blended from where the joints are
     assert np.all(out.kp < STAND_KP)  # compliant landing
-    t = DT
+    out = c.step(0.3, DEFAULT_POS, np.array([0.8, 0.0, 0.0]), np.array([3.0, 0.0, 0.0]))
+    assert c.phase is Phase.FALLING and out is not None
+    np.testing.assert_allclose(out.position, getup_poses.protective_pose())
+    t = 0.3 + DT
     while c.phase is Phase.FALLING and t < 2.0:
         c.step(t, DEFAULT_POS, FRONT, STILL)
         t += DT

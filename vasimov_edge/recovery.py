@@ -77,6 +77,7 @@ class RecoveryParams:
     upright_gravity_z, upright_hold_s, stand_window_s: STANDING_UP's exit: upright (the SDK's arming tilt) and still
         for ``upright_hold_s``, within ``stand_window_s`` of its start.
     stand_move_s: the quintic blend from the last key pose to the stand pose.
+    protect_move_s: the quintic blend into the protective pose (a step doubled the peak joint speed of a fall).
     protect_kp_scale: the protective pose's stiffness as a fraction of the STAND gains (compliant landing).
     """
 
@@ -93,6 +94,7 @@ class RecoveryParams:
     stand_window_s: float = 4.0
     stand_move_s: float = 1.5
     protect_kp_scale: float = 0.3
+    protect_move_s: float = 0.25
 
 
 def classify(g: np.ndarray, p: RecoveryParams) -> Lying:
@@ -185,7 +187,9 @@ class RecoveryChain:
 
         if self.phase is Phase.FALLING:
             if not at_rest:
-                return RecoveryTargets(protective_pose(), STAND_KP * p.protect_kp_scale, STAND_KD.copy())
+                s = quintic((t - self._t0) / p.protect_move_s if p.protect_move_s > 0 else 1.0)
+                pos = self._from + (protective_pose() - self._from) * s
+                return RecoveryTargets(pos, STAND_KP * p.protect_kp_scale, STAND_KD.copy())
             self._enter(Phase.SETTLING, t, q)  # SETTLING waits for its own rest window, in the relaxed pose
             self._rest_since = None
             at_rest = False
