@@ -36,7 +36,17 @@ BACK_SPACE = {
 }
 
 
-def front_seq(x: dict[str, float]) -> tuple[KeyPose, ...]:
+# the statically stable crouch these ranges allow (knee 1.0, ankle -0.35, hip -1.57: the torso leans ~50 deg and the
+# body's COM stays over the feet), appended by --crouch
+CROUCH = KeyPose("crouch", pose(hip_pitch=-1.57, knee=1.0, ankle_pitch=-0.35, shoulder_pitch=-0.8, elbow=0.3),
+                 move_s=0.6, kp_scale=1.6)
+
+
+def front_seq(x: dict[str, float], crouch: bool = False) -> tuple[KeyPose, ...]:
+    return (*_front(x), CROUCH) if crouch else _front(x)
+
+
+def _front(x: dict[str, float]) -> tuple[KeyPose, ...]:
     return (
         FRONT[0],
         KeyPose("pike", pose(hip_pitch=x["h2"], knee=x["k2"], ankle_pitch=x["a2"], shoulder_pitch=x["s2"],
@@ -107,13 +117,21 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=9.0)
+    ap.add_argument("--around", help="JSON parameters to refine (Gaussian steps of --sigma instead of uniform draws)")
+    ap.add_argument("--sigma", type=float, default=0.15)
+    ap.add_argument("--crouch", action="store_true", help="front: end the sequence in the stable crouch")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     space = FRONT_SPACE if a.direction == "front" else BACK_SPACE
-    make = front_seq if a.direction == "front" else back_seq
+    make = (lambda x: front_seq(x, a.crouch)) if a.direction == "front" else back_seq
+    center = json.loads(a.around) if a.around else None
     best: tuple[float, dict[str, float], dict[str, float]] | None = None
     for i in range(a.trials):
-        x = {k: float(rng.uniform(lo, hi)) for k, (lo, hi) in space.items()}
+        if center is None:
+            x = {k: float(rng.uniform(lo, hi)) for k, (lo, hi) in space.items()}
+        else:
+            x = {k: float(np.clip(center[k] + rng.normal(0.0, a.sigma * (hi - lo)), lo, hi))
+                 for k, (lo, hi) in space.items()}
         r = evaluate(a.direction, make(x), a.seconds)
         s = score(a.direction, r)
         if best is None or s > best[0]:
