@@ -85,3 +85,17 @@ def test_a_lying_start_runs_the_chain_through_the_motor_path_only(monkeypatch: p
     assert gantry_calls and not any(e or lw for e, lw in gantry_calls)
     assert r.falls == 1 and r.upright_at_end is not None
     assert len(ticks) == round(3.0 / 0.02)  # a fall does not end a recovery scenario early
+
+
+def test_the_flag_reaches_the_edge_from_the_launch_file_and_vasimov_up() -> None:
+    from pathlib import Path
+
+    from vasimov_tools import cli, launch_file
+
+    launch = Path(__file__).resolve().parents[1] / "launch" / "bringup.launch.yaml"
+    edge = next(n for n in launch_file.load(launch).nodes if n.name == "edge")
+    assert edge.params["recovery"] is False  # default: the robot's fall latch
+    edge = next(n for n in launch_file.load(launch, {"recovery": "true"}).nodes if n.name == "edge")
+    assert edge.params["recovery"] is True
+    assert cli.build_parser().parse_args(["up", "--recovery"]).recovery is True
+    assert cli.build_parser().parse_args(["up"]).recovery is False

@@ -101,13 +101,14 @@ def evaluate(direction: str, seq: tuple[KeyPose, ...], seconds: float, seed: int
         recovery.lying_sequence = orig
     return {"up_at": up_at, "tilt_end": float(np.max(tilts[-tail:])), "z_end": float(np.min(heights[-tail:])),
             "z_max": float(np.max(heights)), "gx_max": float(np.max(gxs)), "front_reached": gxs[-1] > 0.6,
-            "best_pose": float(best_pose)}
+            "best_pose": float(best_pose), "tilt_max": float(np.max(tilts))}
 
 
 def score(direction: str, r: dict[str, float]) -> float:
     if direction == "front":
         # standing up wins; else the highest, most upright moment (pelvis z - 0.25 x tilt in rad; standing ~0.6)
-        return (100.0 if r["up_at"] else 0.0) + r["best_pose"]
+        # a somersault (tilt past 140 deg: upside down) is no get-up, however high it throws the pelvis
+        return (100.0 if r["up_at"] else 0.0) + r["best_pose"] - (1.0 if r["tilt_max"] > 140.0 else 0.0)
     return r["gx_max"] + (5.0 if r["front_reached"] else 0.0)
 
 
