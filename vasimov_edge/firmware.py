@@ -50,6 +50,13 @@ mirror of the firmware in ``menlo/asimov/robot.py::_track_arming`` and ``_prefli
   MOTOR_TEMP_HIGH warning is raised. One alert entry per alert id (the wire carries at most one per catalog id,
   nanopb ``max_count: 48``): a motor alert names the hottest motor in its condition (``source_id``, ``value``).
   Severities come from asimov-protocol's alert catalog.
+* **Recovery** (twin-only, opt-in ``FirmwareParams.recovery``; docs/recovery.md): a fall in STAND or MOVE does not
+  latch. The recovery chain (``vasimov_edge.recovery``) takes the joints (protective pose, settle, get up, stand);
+  the mode reads STAND (not armed) meanwhile, FALL_DETECTED stays raised (without ``error_flags``: nothing is
+  latched) while the robot is down, velocity and trajectory commands are refused (GATE, counted). Once upright:
+  STAND with its ramp done (the arming hold starts), or MOVE/POLICY at zero velocity after a fall in MOVE. Lying in
+  DAMP (a ``lying_*`` boot, or DAMP sent during the chain) the robot stays limp until STAND starts a get-up. A chain
+  out of retries latches the fall as the robot does.
 * **Validation**: a command is first checked by the one validator every inlet uses
   (``vasimov.command_rules.validate``); then the mode rules above apply. Every dropped command is returned as a
   ``Rejection`` whose reason is the SDK's ``Refusal`` name (``vasimov.command_rules.Reason``) and whose
@@ -130,6 +137,7 @@ from vasimov_edge.firmware_types import (  # noqa: F401 - re-exported: the firmw
     _us,
     _vec,
 )
+from vasimov_edge.recovery import Phase, RecoveryChain
 from vasimov_edge.thermal import ThermalModel
 
 
@@ -178,6 +186,9 @@ class Firmware:
         self._last_valid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._last_targets: _Targets | None = None
         self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._recovery = RecoveryChain(self.params.recovery_params)
+        self._resume_move = False  # the chain's fall happened in MOVE: resume MOVE at zero velocity
+        self._gyro: np.ndarray | None = None
         if boot is BootState.STANDING:
             # DECISION (vasimov.boot_states): the robot a few seconds after STAND, the hook taken away: STAND with its
             # ramp done (the targets are the stand pose), gantry off, not armed; the upright hold starts at the first
@@ -188,7 +199,7 @@ class Firmware:
             self._ramp_t0 = -self.params.stand_ramp_s
         elif boot.lying:
             # On the floor, the gantry off: DAMP, and the fall detector trips on the first tick's tilt, latching
-            # FALL_DETECTED exactly as after a fall.
+            # FALL_DETECTED exactly as after a fall (with recovery on: the alert without the latch; STAND gets up).
             self._gantry_engaged = False
 
     def restart(self, *, reset_temperatures: bool = False, boot: BootState = DEFAULT_BOOT) -> None:
@@ -247,6 +258,11 @@ class Firmware:
     @property
     def counters(self) -> dict[str, int]:
         return dict(self._counters)
+
+    @property
+    def recovery_phase(self) -> Phase:
+        """The recovery chain's phase (``Phase.IDLE`` when none runs or recovery is off)."""
+        return self._recovery.phase
 
     @property
     def last_gain_notes(self) -> tuple[str, ...]:
@@ -308,6 +324,13 @@ class Firmware:
                 f"a fault is latched (error_flags={self._error_flags:#x}); STAND needs a firmware restart",
             )
         self._counters["accepted_stand"] += 1
+        if self._lying_limp():
+            # Recovery on, lying limp (not latched): STAND starts the get-up; STAND (ramp done) once upright.
+            self._enter(Mode.STAND, MoveSubmode.NONE)
+            self._resume_move = False
+            self._counters["recovery_getups"] += 1
+            self._recovery.start_getup(t, self._last_valid[0] if self._last_valid is not None else DEFAULT_POS)
+            return None
         if self._mode is Mode.STAND:
             # DECISION: STAND while in STAND is accepted and changes nothing (no mode change for the SDK, no new
             # ramp, arming kept); the SDK's own `menlo stand` sends nothing in STAND.
@@ -334,9 +357,26 @@ class Firmware:
             return self._reject(f"{kind}_in_damp", Reason.FW_DAMPED, f"{kind} is dropped in DAMP; send STAND first")
         return None
 
+    def _lying_limp(self) -> bool:
+        """Recovery on, limp (DAMP, nothing latched) and lying past the fall tilt: a STAND gets up."""
+        return (
+            self.params.recovery
+            and self._mode is Mode.DAMP
+            and not self._latched
+            and not self._gantry_engaged
+            and self._last_valid is not None
+            and self._last_valid[2][2] > self.params.fall_gravity_z
+        )
+
+    def _refuse_during_recovery(self, kind: str) -> Rejection | None:
+        if not self._recovery.active:
+            return None
+        return self._reject(f"{kind}_during_recovery", Reason.GATE,
+                            f"the recovery chain holds the joints ({self._recovery.phase.value}); {kind} dropped")
+
     def _on_velocity(self, cmd: VelocityCommand, t: float) -> Rejection | None:
         v = np.array([float(cmd.vx), float(cmd.vy), float(cmd.vyaw)])  # validated: finite numbers
-        refused = self._refuse_when_damped("velocity")
+        refused = self._refuse_when_damped("velocity") or self._refuse_during_recovery("velocity")
         if refused is not None:
             return refused
         self._arm_if_due(t)
@@ -361,7 +401,7 @@ class Firmware:
 
     def _on_trajectory(self, cmd: TrajectoryCommand, t: float) -> Rejection | None:
         pos = np.array([float(x) for x in cmd.positions])  # validated: 25 finite numbers
-        refused = self._refuse_when_damped("trajectory")
+        refused = self._refuse_when_damped("trajectory") or self._refuse_during_recovery("trajectory")
         if refused is not None:
             return refused
         self._arm_if_due(t)
@@ -443,6 +483,7 @@ class Firmware:
             self._velocity = np.zeros(3)
         if mode in (Mode.DAMP, Mode.FAULT_DAMP):
             self._gantry_lowering = False  # a DAMPed robot hangs on the hook where it is
+            self._recovery.reset()  # DAMP (asked for, or a latch) ends a recovery chain: the robot goes limp
         elif mode is Mode.MOVE and submode is MoveSubmode.POLICY and self._gantry_engaged:
             # The walking policy takes the joints: the hook comes off now, with the robot on its feet, so the policy
             # balances from its first tick what it will balance from then on (joint control keeps the hook).
@@ -557,7 +598,8 @@ class Firmware:
 
         self._track_arming(t, dt, g if valid else None)
 
-        targets = self._targets(t, q, inp)
+        override = self._run_recovery(t, q, g) if p.recovery else None
+        targets = override if override is not None else self._targets(t, q, inp)
         self._last_targets = targets
         return FirmwareOutput(
             t=t,
@@ -584,6 +626,7 @@ class Firmware:
             battery=battery,
             input_error=input_error,
             counters=dict(self._counters),
+            recovery_phase=self._recovery.phase.value,
         )
 
     def _read_inputs(self, inp: FirmwareInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | str:
@@ -596,6 +639,7 @@ class Firmware:
                 self._counters["bad_inputs"] += 1
                 return f"{name} must be {n} finite numbers"
             out.append(a)
+        self._gyro = _vec(getattr(inp, "gyro", None), 3)  # optional; None when absent or unusable
         return out[0], out[1], out[2], out[3]
 
     def _check_injected(self, t: float, battery: BatteryReading | None) -> None:
@@ -643,9 +687,12 @@ class Firmware:
         fallen = p.fall_detection and not self._gantry_engaged and not self._imu_failed and g[2] > p.fall_gravity_z
         tilt = math.degrees(math.acos(max(-1.0, min(1.0, -g[2] / (float(np.linalg.norm(g)) or 1.0)))))
         trip_tilt = math.degrees(math.acos(max(-1.0, min(1.0, -p.fall_gravity_z))))
-        self._alerts.update(ALERT_FALL_DETECTED, 0, fallen, tilt, trip_tilt, t)
-        if fallen:
-            self._latch(ALERT_FALL_DETECTED, "fall_latches")
+        if p.recovery and not self._latched:
+            self._check_fall_recovery(t, q, g, fallen, tilt, trip_tilt)
+        else:
+            self._alerts.update(ALERT_FALL_DETECTED, 0, fallen, tilt, trip_tilt, t)
+            if fallen:
+                self._latch(ALERT_FALL_DETECTED, "fall_latches")
 
         if temps is None:
             return
@@ -660,6 +707,55 @@ class Firmware:
             self._alerts.update(alert_id, hottest, bool(np.any(cond)), temps[hottest], threshold, t)
         if np.any(self._overtemp_active):
             self._latch(ALERT_MOTOR_OVERTEMP, "overtemp_latches")
+
+    def _check_fall_recovery(self, t: float, q: np.ndarray, g: np.ndarray, fallen: bool, tilt: float,
+                             trip_tilt: float) -> None:
+        """Recovery on: a fall while the joints are driven (STAND, MOVE) starts the chain instead of the latch;
+        FALL_DETECTED is raised while the robot is down or the chain runs, without latching anything."""
+        p = self.params
+        driven = self._mode in (Mode.STAND, Mode.MOVE)
+        trips = fallen or (
+            p.fall_detection and not self._gantry_engaged and not self._imu_failed
+            and self._recovery.falling(g, self._gyro)
+        )
+        if driven and trips and not self._recovery.active:
+            self._resume_move = self._mode is Mode.MOVE
+            self._counters["recovery_falls"] += 1
+            self._enter(Mode.STAND, MoveSubmode.NONE)
+            self._recovery.start_fall(t, q)
+        self._alerts.update(ALERT_FALL_DETECTED, 0, fallen or self._recovery.active, tilt, trip_tilt, t)
+
+    def _run_recovery(self, t: float, q: np.ndarray, g: np.ndarray) -> _Targets | None:
+        """One tick of the recovery chain; its targets, or None (no chain: the mode's own targets)."""
+        chain = self._recovery
+        if not chain.active:
+            return None
+        retries = chain.retries
+        out = chain.step(t, q, g, self._gyro)
+        self._counters["recovery_retries"] += max(0, chain.retries - retries)
+        if chain.phase is Phase.FAILED:
+            self._counters["recovery_failures"] += 1
+            self._alerts.update(ALERT_FALL_DETECTED, 0, True, 0.0, 0.0, t)
+            self._latch(ALERT_FALL_DETECTED, "fall_latches")  # out of retries: the robot's own fall latch
+            return None
+        if chain.done:
+            self._counters["recoveries"] += 1
+            if self._resume_move:
+                # DECISION (twin-only): after a fall in MOVE, MOVE/POLICY at zero velocity, so the walking
+                # controller balances in place; a new velocity walks on.
+                self._enter(Mode.MOVE, MoveSubmode.POLICY)
+                self._velocity = np.zeros(3)
+                self._last_velocity_t = t
+                self._velocity_stale = True
+            else:
+                self._ramp_from, self._ramp_t0 = DEFAULT_POS.copy(), t - self.params.stand_ramp_s
+                self._upright_since, self._upright_since_wall = None, None
+            chain.reset()
+            return None
+        if out is None:
+            return None
+        zeros = np.zeros(NUM_JOINTS)
+        return _targets(out.position.copy(), zeros, out.kp.copy(), out.kd.copy(), zeros)
 
     def _arm_if_due(self, t: float) -> None:
         """Complete a running hold at a command's arrival time, between ticks.
@@ -696,7 +792,7 @@ class Firmware:
     def _track_arming(self, t: float, dt: float, g: np.ndarray | None) -> None:
         """The MOVE gate, mirroring menlo-sdk ``Robot._track_arming`` tick by tick."""
         p = self.params
-        if self._mode is not Mode.STAND or self._armed:
+        if self._mode is not Mode.STAND or self._armed or self._recovery.active:
             return
         if g is None or dt > p.arm_max_gap_s + TIME_EPS:
             self._upright_since = self._upright_since_wall = None

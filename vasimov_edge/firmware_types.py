@@ -25,6 +25,7 @@ from vasimov.joints import (
     NUM_JOINTS,
 )
 from vasimov_edge.battery import BatteryParams, BatteryReading
+from vasimov_edge.recovery import RecoveryParams
 from vasimov_edge.thermal import ThermalParams
 
 # Times are sums of float ticks (k * CONTROL_DT); compare with this slack so "exactly 0.5 s later" counts as 0.5 s.
@@ -96,6 +97,9 @@ class FirmwareParams:
     battery_model: run the battery model (``vasimov_edge.battery``, ASSUMED parameters ``battery``): the battery
         block of the state and the BMS alerts (BMS_LOW_SOC below ``low_soc_percent``, BMS_PROTECTION when the BMS
         trips); off -> no battery reported.
+    recovery: twin-only, opt-in (issue 21; docs/recovery.md): a fall does not latch; the recovery chain
+        (``vasimov_edge.recovery``) takes the joints, keeps FALL_DETECTED raised while the robot is down and gets it
+        up; off (the default) = the hardware's fall latch. ``recovery_params`` are the chain's thresholds.
     joint_range_margin_rad: JOINT_OUT_OF_RANGE trips when a reported joint position is more than this past its
         range (DECISION: the twin's joints meet MuJoCo's limits, which are soft constraints a hard landing presses
         a little into; the check is for an encoder reading or a joint really past its limit). None: no check.
@@ -125,6 +129,8 @@ class FirmwareParams:
     battery: BatteryParams = field(default_factory=BatteryParams)
     low_soc_percent: float = LOW_SOC_PERCENT
     joint_range_margin_rad: float | None = 0.1
+    recovery: bool = False
+    recovery_params: RecoveryParams = field(default_factory=RecoveryParams)
 
     def __post_init__(self) -> None:
         nonneg = (
@@ -161,6 +167,8 @@ class FirmwareInputs:
 
     q, qd, tau: 25 joint positions (rad), velocities (rad/s) and the torques the motors applied (N·m).
     projected_gravity: 3, unit gravity in the IMU frame (z ~ -1 upright).
+    gyro: 3, the IMU's angular rate (rad/s, IMU frame), optional: only the recovery chain reads it (without it the
+        chain estimates the rate from the turn of gravity).
     policy_target: 23 joint targets in *policy* order from the locomotion policy for this tick, or None when the
         policy produced nothing. policy_torque_ff / policy_kp / policy_kd: optional 23-entry overrides.
     """
@@ -173,6 +181,7 @@ class FirmwareInputs:
     policy_torque_ff: ArrayLike | None = None
     policy_kp: ArrayLike | None = None
     policy_kd: ArrayLike | None = None
+    gyro: ArrayLike | None = None
 
 
 class _Targets(NamedTuple):
@@ -223,6 +232,7 @@ class FirmwareOutput:
     battery: BatteryReading | None
     input_error: str | None
     counters: dict[str, int]
+    recovery_phase: str = ""  # vasimov_edge.recovery.Phase value; "" when no recovery chain runs
 
 
 # Every counter the core keeps, all present from boot (so a reader sees zeros, not missing keys).
@@ -274,6 +284,14 @@ COUNTERS: tuple[str, ...] = (
     "policy_targets_clamped",
     "bad_inputs",
     "clock_anomalies",
+    # the opt-in recovery chain (FirmwareParams.recovery)
+    "recovery_falls",  # falls caught by the chain (not latched)
+    "recovery_getups",  # get-ups started by STAND while lying
+    "recoveries",  # chains that ended upright
+    "recovery_retries",  # stalled key poses / failed stand-ups retried
+    "recovery_failures",  # chains out of retries (the fall then latches as on the robot)
+    "velocity_during_recovery",  # GATE: a velocity sent while the chain holds the joints
+    "trajectory_during_recovery",  # GATE: a trajectory sent while the chain holds the joints
 )
 
 

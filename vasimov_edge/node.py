@@ -47,6 +47,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "and the BMS alerts; off = no battery is reported."),
     ParamSpec("report_fault_damp", False, "Report a latched fault as mode FAULT_DAMP (5) instead of DAMP (0); either "
               "way error_flags and the alert are set and the latch holds until a restart."),
+    ParamSpec("recovery", False, "Twin-only, opt-in: a fall does not latch; the robot protects itself, gets up and "
+              "resumes (docs/recovery.md). false = the hardware fall latch."),
 )
 
 
@@ -62,6 +64,7 @@ class EdgeNode(Node):
             thermal_model=self.p["thermal_model"],
             report_fault_damp=self.p["report_fault_damp"],
             battery_model=self.p["battery_model"],
+            recovery=bool(self.p["recovery"]),
         ))
         self.arbiter = Arbiter(hold_s=self.p["arbiter_hold"])
         self.script = command_script.ScriptPlayer(
@@ -226,6 +229,7 @@ class EdgeNode(Node):
             policy_torque_ff=None if policy is None else np.asarray(policy.torque_ff),
             policy_kp=None if policy is None or len(policy.kp) == 0 else np.asarray(policy.kp),
             policy_kd=None if policy is None or len(policy.kd) == 0 else np.asarray(policy.kd),
+            gyro=np.asarray(state.imu_angular_velocity),
         )
         out = self.firmware.tick(self.t_fw, inputs, None if self.lockstep else time.monotonic())
         self._publish(state, out)
@@ -277,6 +281,7 @@ class EdgeNode(Node):
             s.battery_max_cell_temp_c, s.battery_protection_flags = b.max_cell_temp_c, int(b.protection_flags)
         counters = dict(out.counters)
         counters["policy_late"] = self.policy_late
+        s.recovery_phase = out.recovery_phase
         s.counter_names = list(counters)
         s.counter_values = [int(v) for v in counters.values()]
         self.pub_state.publish(s)

@@ -256,8 +256,13 @@ def format_table(docs: Sequence[dict[str, Any]]) -> str:
                          f"{d.get('reason') or d.get('error', '')}")
             continue
         fell = f"{o['fell_at']:.2f}" if o["fell_at"] is not None else "-"
+        notes = list(o["failures"])
+        if o.get("upright_at_end") is not None:  # the recovery chain ran (scenario `recovery: true`)
+            times = ", ".join(f"{x:.1f}" for x in o.get("recovery_s") or []) or "-"
+            notes.insert(0, f"falls {o.get('falls', 0)}, recovered {o.get('recoveries', 0)} (s: {times}), "
+                            f"{'upright' if o['upright_at_end'] else 'down'} at end")
         lines.append(f"{d['scenario']:<{w}} {d['status']:<8} {fell:>6} {o['along']:7.2f} {o['lateral']:6.2f} "
-                     f"{o['heading']:6.2f} {o['tracking_error']:6.3f}  {'; '.join(o['failures'])}")
+                     f"{o['heading']:6.2f} {o['tracking_error']:6.3f}  {'; '.join(notes)}")
     counts = {s: sum(d["status"] == s for d in docs) for s in ("passed", "failed", "error", "skipped")}
     fell = sum(1 for d in docs if d.get("outcome", {}).get("fell_at") is not None)
     lines.append(f"{len(docs)} scenarios: {counts['passed']} passed, {counts['failed']} failed ({fell} fell), "

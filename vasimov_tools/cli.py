@@ -1,7 +1,7 @@
 """`vasimov`: the command line of the twin for pip-only users (no ros2 CLI, no ros2 launch here).
 
     vasimov up [--lockstep --duration S] [--seed N] [--scene NAME[+FRICTION]] [--policy SPEC] [--script FILE]
-               [--viewer] [--record DIR] [--compose] [ARG:=VALUE ...]
+               [--viewer] [--recovery] [--record DIR] [--compose] [ARG:=VALUE ...]
     vasimov scenes [--json]
     vasimov record DIR [--exclude REGEX] [--compression zstd|none] [--camera-raw]
     vasimov topics [--window S]
@@ -64,6 +64,8 @@ def cmd_up(ns: argparse.Namespace) -> int:
         overrides["command_script"] = str(script)
     if ns.viewer:
         overrides["viewer"] = "true"
+    if ns.recovery:
+        overrides["recovery"] = "true"
     try:
         desc = launch_file.load(ns.launch, overrides)
         if ns.record is not None:
@@ -301,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--policy", help="builtin | builtin-v2 | hold | PATH.onnx | hf://REPO@REVISION")
     up.add_argument("--script", help="YAML command script fed to the firmware at its ticks")
     up.add_argument("--viewer", action="store_true", help="open MuJoCo's passive viewer on the plant")
+    up.add_argument("--recovery", action="store_true",
+                    help="twin-only: falls do not latch; the robot gets up and resumes (docs/recovery.md)")
     up.add_argument("--launch", default=str(_default_launch()), help="launch file (ROS 2 YAML format)")
     up.add_argument("--record", metavar="DIR", help="also record every topic into a rosbag2 directory (MCAP)")
     up.add_argument("--compose", action="store_true",

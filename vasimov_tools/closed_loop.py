@@ -89,7 +89,8 @@ class ClosedLoop:
         self._pending.clear()
         fw = self.firmware.tick(t, FirmwareInputs(
             q=s.q, qd=s.qd, projected_gravity=projected_gravity(s.imu_quat), tau=s.tau,
-            policy_target=pol.target, policy_torque_ff=pol.torque_ff, policy_kp=pol.kp, policy_kd=pol.kd))
+            policy_target=pol.target, policy_torque_ff=pol.torque_ff, policy_kp=pol.kp, policy_kd=pol.kd,
+            gyro=s.gyro))
         self.plant.set_command(fw.position, fw.velocity, fw.kp, fw.kd, fw.torque_ff)
         self.plant.set_gantry(fw.gantry_engaged, fw.gantry_lowering)
         for _ in range(self.decimation):

@@ -34,19 +34,20 @@ from vasimov.sim_control import PushError, parse_push
 
 FORMAT_VERSION = 1
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
-BOOT_STATES = ("balance", "stand", "limp")
+BOOT_STATES = ("balance", "stand", "limp", "lying_back", "lying_front")
 MODES = ("stand", "balance", "damp")
 DEFAULT_PUSH_DURATION = 0.15  # s, the viewer bench's rapid push
 NAME_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
 _TOP_KEYS = {
     "format", "name", "description", "seed", "boot", "settle", "policy", "policy_options", "duration", "commands",
-    "pushes", "fall", "pass", "scene", "friction", "faults", "link",
+    "pushes", "fall", "pass", "scene", "friction", "faults", "link", "recovery",
 }
 #: pass-criteria keys -> walk_bench.Criteria fields (lengths in m, angles in rad, speeds in m/s)
 _PASS_KEYS = {
     "min_along", "max_abs_lateral", "min_lateral", "max_abs_heading", "min_heading", "max_drift",
     "max_tracking_error", "max_compute_p99_ms", "max_step_half_time", "max_stop_time",
+    "upright_at_end", "max_recovery_s", "min_falls",
 }
 _FALL_KEYS = {"min_pelvis_height", "max_tilt_deg"}
 
@@ -281,6 +282,9 @@ def parse(doc: Any, source: str, default_name: str) -> tuple[Any, str | None]:
     boot = doc.get("boot", "balance")
     if boot not in BOOT_STATES:
         raise ScenarioError(src, "boot", f"must be one of {', '.join(BOOT_STATES)}, got {boot!r}")
+    recovery = doc.get("recovery", False)
+    if not isinstance(recovery, bool):
+        raise ScenarioError(src, "recovery", f"must be true or false, got {recovery!r}")
     settle = _number(src, "settle", doc.get("settle", SETTLE_TIME), lo=0.0, hi=60.0)
     policy = doc.get("policy")
     if policy is not None and (not isinstance(policy, str) or not policy.strip()):
@@ -308,7 +312,15 @@ def parse(doc: Any, source: str, default_name: str) -> tuple[Any, str | None]:
         if value is None:
             continue
         field = f"pass.{key}"
-        if key == "max_compute_p99_ms":
+        if key == "upright_at_end":
+            if not isinstance(value, bool):
+                raise ScenarioError(src, field, f"must be true or false, got {value!r}")
+            ckw[key] = value
+        elif key == "min_falls":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ScenarioError(src, field, f"must be an integer >= 0, got {value!r}")
+            ckw[key] = value
+        elif key == "max_compute_p99_ms":
             ckw["max_compute_p99"] = _number(src, field, value, lo=0.0, lo_open=True) / 1e3
         elif key == "min_lateral":  # signed like the strafe command: at least this far in that direction
             v = _number(src, field, value)
@@ -322,7 +334,7 @@ def parse(doc: Any, source: str, default_name: str) -> tuple[Any, str | None]:
     scenario = Scenario(
         name, duration, commands, pushes, Criteria(**ckw), _policy_options(src, doc.get("policy_options")),
         note=description.strip(), seed=seed, boot=boot, settle_time=settle, modes=modes, scene=scene,
-        friction=friction, **fall_kw,
+        friction=friction, recovery=recovery, **fall_kw,
     )
     return scenario, (policy.strip() if policy else None)
 

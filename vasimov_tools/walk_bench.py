@@ -52,6 +52,7 @@ from vasimov.control_rate import CONTROL_DT
 from vasimov.frames import projected_gravity
 from vasimov.realism import RealismError, parse_realism
 from vasimov.scenes import Scene, SceneError, custom_friction, parse_scene
+from vasimov_edge.firmware import FirmwareParams
 from vasimov_edge.policy.interface import PolicyBackend
 from vasimov_plant.physics import PlantCore
 from vasimov_tools import tracking
@@ -94,6 +95,10 @@ class Criteria:
     max_tracking_error: float | None = None  # m/s, RMS over 1 s blocks of |measured - commanded| planar velocity
     max_step_half_time: float | None = None  # s: the slowest response to a change of command (vasimov_tools.tracking)
     max_stop_time: float | None = None  # s: the slowest stop after a zero command
+    # the opt-in recovery chain (scenario ``recovery: true``; docs/recovery.md)
+    upright_at_end: bool | None = None  # true: the robot must stand (upright, chain idle) at the end
+    max_recovery_s: float | None = None  # s: the slowest recovery (fall or lying start -> upright)
+    min_falls: int | None = None  # at least this many falls happened (a knock-down scenario that knocked down)
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,7 @@ class Scenario:
     scene: str = "flat"  # vasimov.scenes syntax NAME[+FRICTION]; seeded layouts use ``seed``
     friction: float | None = None  # a floor friction coefficient overriding the scene's (None: the scene's own)
     realism: str = "none"  # vasimov.realism syntax PROFILE[,KEY=VALUE...]; drawn from ``seed``
+    recovery: bool = False  # the firmware's opt-in recovery chain: a fall is not the end of the run
 
     def build_scene(self) -> Scene:
         """The scene this scenario runs in (a SceneError names what is wrong)."""
@@ -168,6 +174,13 @@ class Result:
     # pushes the robot stood through (not fallen by the next push's start or the scenario's end): the viewer bench's
     # push tiers ("reasonable" at 2 s, "beyond" at 8 s) survived, 0-2
     pushes_survived: int = 0
+    # the recovery chain (scenario ``recovery: true``): falls (a lying boot counts as one, timed from the first
+    # command), chains that ended upright, seconds each took (fall or first command -> upright), and whether the
+    # robot stood at the end (upright, the chain idle; None without recovery)
+    falls: int = 0
+    recoveries: int = 0
+    recovery_s: list[float] = field(default_factory=list)
+    upright_at_end: bool | None = None
 
 
 def random_commands(seed: int, n: int = 20, duration: float = 60.0) -> tuple[Command, ...]:
@@ -256,6 +269,17 @@ def boot(loop: ClosedLoop, state: str, settle_time: float) -> VelocityKeepalive:
     ``settle_time`` of zero velocity), ``stand`` (stand, then ``settle_time`` once armed) or ``limp`` (nothing sent,
     ``settle_time`` on the gantry). Returns the keepalive the scenario goes on with (its cadence continues)."""
     keepalive = VelocityKeepalive(loop)
+    if state in ("lying_back", "lying_front"):
+        # on the floor, the firmware in DAMP; the scenario's clock starts at once with `menlo stand -y`
+        from vasimov.boot_states import parse_boot
+        from vasimov_plant.boot_pose import boot as boot_plant
+
+        lying = parse_boot(state)
+        boot_plant(loop.plant, lying)
+        loop.firmware.restart(boot=lying)
+        loop.step_tick()  # the firmware's first reading: lying (FALL_DETECTED), DAMP
+        loop.submit(StandCommand())
+        return keepalive
     if state == "balance":
         stand_and_balance(loop)
         for _ in range(round(settle_time / CONTROL_DT)):
@@ -314,7 +338,8 @@ def run_scenario(
     wall0 = time.perf_counter()
     backend = backend_factory(**dict(scenario.backend_options))
     loop = ClosedLoop.create(backend, seed=scenario.seed, scene=scenario.build_scene() if scene is None else scene,
-                             realism=parse_realism(scenario.realism))
+                             realism=parse_realism(scenario.realism),
+                             firmware_params=FirmwareParams(recovery=scenario.recovery))
     plant = loop.plant
     if abs(loop.control_period - CONTROL_DT) > 1e-9:
         raise ValueError(f"control period {loop.control_period} s is not the bench's {CONTROL_DT} s")
@@ -341,6 +366,9 @@ def run_scenario(
     min_h, max_gz = math.inf, -math.inf
     n_ticks = round(scenario.duration / CONTROL_DT)
     grip = SoleSpinMeter(plant)
+    recov = _RecoveryMeter(scenario.boot.startswith("lying")) if scenario.recovery else None
+    if recov is not None:
+        stop_on_fall = False  # with recovery on, a fall is not the end of the scenario
     for k in range(n_ticks):
         t = k * CONTROL_DT
         while next_push < len(pushes) and pushes[next_push].t <= t + 1e-9:
@@ -353,9 +381,11 @@ def run_scenario(
             next_mode += 1
         mode = scenario.mode_at(t) if modes else None
         cmd = scenario.command_at(t)
-        if mode is None:
-            keepalive.send(*cmd)
+        if mode is None and not (scenario.boot.startswith("lying") and recov is not None and recov.down):
+            keepalive.send(*cmd)  # (lying: the velocity profile starts once the robot stands)
         rec = loop.step_tick()
+        if recov is not None:
+            recov.update(t + CONTROL_DT, rec.firmware)
         compute.append(rec.policy_seconds)
         cpu.append(rec.policy_cpu_seconds)
         tr = plant.truth()
@@ -413,6 +443,12 @@ def run_scenario(
     )
     res.sole_spin_max, res.sole_spin_p95 = grip.summary()
     res.pushes_survived = pushes_survived([p.t for p in scenario.pushes], fell_at)
+    if recov is not None:
+        last = loop.last_fw
+        gz_end = float(projected_gravity(end.base_quat)[2])
+        res.falls, res.recoveries, res.recovery_s = recov.falls, recov.recoveries, list(recov.times)
+        res.upright_at_end = bool(last is not None and last.recovery_phase == "" and not last.fault_latched
+                                  and gz_end < FALL_MAX_GRAVITY_Z)
     res.failures = check(scenario.criteria, res)
     res.passed = not res.failures
     return res
@@ -427,11 +463,48 @@ def pushes_survived(push_times: Sequence[float], fell_at: float | None) -> int:
     return sum(1 for k in range(len(times)) if k + 1 < len(times) and fell_at > times[k + 1])
 
 
+class _RecoveryMeter:
+    """Counts the recovery chain's falls and recoveries from the firmware's counters, and times each one."""
+
+    def __init__(self, lying: bool) -> None:
+        self.falls = 1 if lying else 0
+        self.recoveries = 0
+        self.times: list[float] = []
+        self._since: float | None = 0.0 if lying else None
+        self._seen_falls = 0
+
+    @property
+    def down(self) -> bool:
+        return self._since is not None
+
+    def update(self, t: float, fw: Any) -> None:
+        c = fw.counters
+        if c["recovery_falls"] > self._seen_falls:
+            self.falls += c["recovery_falls"] - self._seen_falls
+            self._seen_falls = c["recovery_falls"]
+            self._since = t if self._since is None else self._since
+        if c["recoveries"] > self.recoveries:
+            self.recoveries = c["recoveries"]
+            if self._since is not None:
+                self.times.append(round(t - self._since, 3))
+            self._since = None
+
+
 def check(c: Criteria, r: Result) -> list[str]:
-    """Names of the criteria a result misses (empty: passed)."""
+    """Names of the criteria a result misses (empty: passed). With recovery (``r.upright_at_end`` not None) a fall
+    that got up is no failure; one still down at the end is."""
     f: list[str] = []
-    if r.fell_at is not None:
+    if r.upright_at_end is not None:
+        if r.falls > r.recoveries:
+            f.append(f"{r.falls - r.recoveries} of {r.falls} falls not recovered")
+    elif r.fell_at is not None:
         f.append(f"fell at {r.fell_at:.2f}s")
+    if c.upright_at_end and not r.upright_at_end:
+        f.append("not upright at the end")
+    if c.max_recovery_s is not None and r.recovery_s and max(r.recovery_s) > c.max_recovery_s:
+        f.append(f"recovery {max(r.recovery_s):.2f} > {c.max_recovery_s:.2f} s")
+    if c.min_falls is not None and r.falls < c.min_falls:
+        f.append(f"falls {r.falls} < {c.min_falls}")
     if c.min_along is not None:
         if c.min_along >= 0.0 and r.along < c.min_along:
             f.append(f"along {r.along:.2f} < {c.min_along:.2f} m")
