@@ -60,7 +60,11 @@ def test_menlo_stands_balances_and_walks_a_composed_twin_that_then_stops_cleanly
 
 
 def test_a_node_that_refuses_its_configuration_stops_the_composed_graph_with_code_2(tmp_path):
-    g = Graph("--compose", "--policy", str(tmp_path / "missing.onnx"))
+    # a file that exists (so `vasimov up`'s pre-flight spec check passes it) but is no ONNX model: only the policy
+    # runner, built inside the composed process, can refuse it
+    bad = tmp_path / "not_a_model.onnx"
+    bad.write_bytes(b"this is not an ONNX model")
+    g = Graph("--compose", "--policy", str(bad))
     rc = g.proc.wait(timeout=60)
     out = g.output()
     assert rc == 2, out[-3000:]
