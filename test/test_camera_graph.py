@@ -88,6 +88,8 @@ def test_camera_renders_only_while_watched_and_serves_all_four_topics():
         decoded = np.asarray(PILImage.open(io.BytesIO(bytes(jpeg.data))))
         assert jpeg.format == "jpeg" and decoded.shape == (240, 320, 3)
         assert pix.std() > 5.0 and decoded.std() > 5.0  # a picture (floor and sky), not a blank buffer
+        # the counters go out once a second: the frames above may have come before the first count that has them
+        wait_for(lambda: _stats(probe).get("renders", 0) > 0, 10, "a stats message counting the renders")
         watched = _stats(probe)
         assert watched["renders"] > 0 and watched["gl_backend"] in ("egl", "osmesa"), watched
 

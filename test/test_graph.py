@@ -118,10 +118,12 @@ def test_lockstep_is_bit_identical_across_runs_and_exits_zero(tmp_path):
     assert np.array_equal(np.array([m.velocity for m in a]), np.array([m.velocity for m in b]))
     # firmware states compared tick by tick: the first few may go out before the edge's writer has matched the
     # probe's reader (DDS matches each side on its own; the probe can only see its reader's side), so either run
-    # may lack some of the first ticks' states (seen in CI: 3 of them)
+    # may lack some of the first ticks' states (seen in CI: 3 of them; 17 under a loaded full suite, where a lockstep
+    # tick takes a few ms and the writer's match a few tens). Only a prefix may be missing: from the first tick both
+    # runs have to the last, every tick is there in both
     modes_a, modes_b = ({m.tick: m.mode_name for m in fw} for fw in (fw_a, fw_b))
     common = sorted(modes_a.keys() & modes_b.keys())
-    assert len(common) >= 290 and common[-1] == 300, (len(common), common[:3], common[-1:])
+    assert common and common == list(range(common[0], 301)) and common[0] <= 50, (len(common), common[:3], common[-1:])
     assert [modes_a[k] for k in common] == [modes_b[k] for k in common]
     assert_run_is_the_reference_loop(script, a, fw_a)
 

@@ -192,8 +192,12 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
     desc = launch_file.load(launch, joined)
     lockstep = bool(yaml.safe_load(desc.args.get("lockstep", "false") or "false"))
     config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
+    # the recorder joins the graph where its nodes are: their namespace and the launch file's set_remap rules (a
+    # namespaced lockstep run otherwise waited for a recorder that looked for the absolute tick topic)
+    first = desc.nodes[0] if desc.nodes else None
     spec = launch_file.NodeSpec(
         name=RECORDER_NODE, package="vasimov", executable="recorder_node",
+        namespace=first.namespace if first else "", remaps=first.remaps if first else (),
         param_files=(config,) if config.is_file() else (),
         params={"output": str(out), "lockstep": lockstep,
                 "expected_nodes": ",".join(n.name for n in desc.nodes),

@@ -52,7 +52,7 @@ from vasimov.realism import RealismError, parse_realism
 from vasimov.realism import describe as realism_describe
 from vasimov.ros import qos, topics
 from vasimov.ros.batch_take import spin_once_batched
-from vasimov.ros.lockstep import announce_ready
+from vasimov.ros.lockstep import announce_ready, resolved
 from vasimov.ros.message_types import MessageTypeError, message_class
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.spin import EXIT_CONFIG
@@ -327,9 +327,9 @@ class RecorderNode(Node):
     # -- discovery ---------------------------------------------------------------------------------------------------
     def discover(self) -> None:
         for topic, types in self.get_topic_names_and_types():
-            if topic in self.subs or topic in self.skipped or topic == topics.PROVENANCE:
+            if topic in self.subs or topic in self.skipped or topic == resolved(self, topics.PROVENANCE):
                 continue
-            if topic == topics.PLANT_TICK and not self.gate_open:
+            if topic == resolved(self, topics.PLANT_TICK) and not self.gate_open:
                 continue
             if self.exclude is not None and self.exclude.search(topic):
                 self._skip(topic, f"matches exclude {self.exclude.pattern!r}", quiet=True)
@@ -364,7 +364,7 @@ class RecorderNode(Node):
         except (MessageTypeError, bag.BagError) as exc:
             self._skip(topic, str(exc))
             return
-        is_clock = topic == topics.CLOCK
+        is_clock = topic == resolved(self, topics.CLOCK)
 
         def on_raw(raw: bytes) -> None:
             self.last_rx = time.monotonic()
@@ -389,7 +389,8 @@ class RecorderNode(Node):
         missing = sorted(self.expected - present)
         unmatched = sorted(t for t, s in self.subs.items() if s.get_publisher_count() < self.count_publishers(t))
         settled = time.monotonic() - self.topics_changed >= self.p["settle_time"]
-        tick_up = self.count_publishers(topics.PLANT_TICK) > 0
+        tick = resolved(self, topics.PLANT_TICK)  # its name on the graph (namespace and remaps applied)
+        tick_up = self.count_publishers(tick) > 0
         if not missing and not unmatched and settled and tick_up:
             reason = f"{len(self.subs)} topics subscribed and matched after {waited:.1f} s"
         elif waited > self.p["wait_timeout"]:
@@ -398,8 +399,8 @@ class RecorderNode(Node):
         else:
             return
         self.gate_open = True
-        types = dict(self.get_topic_names_and_types()).get(topics.PLANT_TICK, ["vasimov_msgs/msg/PlantState"])
-        self._subscribe(topics.PLANT_TICK, types)
+        types = dict(self.get_topic_names_and_types()).get(tick, ["vasimov_msgs/msg/PlantState"])
+        self._subscribe(tick, types)
         announce_ready(self)
         log = self.get_logger().warning if "TIMED OUT" in reason else self.get_logger().info
         log(f"lockstep: joining the tick ({reason})")
