@@ -89,6 +89,9 @@ def test_the_layout_has_the_panels_the_issue_asks_for(layout):
     assert teleop["topic"] == topics.CMD_VEL
     assert {p["config"]["topicName"] for p in by_type["Publish"]} == {topics.TELEOP_MODE}
     assert {json.loads(p["config"]["value"])["data"] for p in by_type["Publish"]} == {"stand", "balance", "damp"}
+    # real-time conformance is visible (issue 24): the plant's report and the SDK bridge's state rate
+    raw_paths = {p["config"]["topicPath"] for p in by_type["RawMessages"]}
+    assert {f"{topics.REALTIME}.data", f"{topics.SDK_RATE}.data"} <= raw_paths
 
 
 def test_config_file_values_are_declared_and_valid():

@@ -130,12 +130,22 @@ def build_layout() -> fl.Layout:
         fl.SplitItem(content=fl.ParametersPanel(title="graph parameters")),
         fl.SplitItem(content=fl.RawMessagesPanel(title="bridge counters", config=fl.RawMessagesConfig(
             topic_path=topics.FOXGLOVE_STATS)))])
+    # real-time conformance (docs/performance.md): the plant's control period, lateness and real-time factor, and the
+    # SDK bridge's state rate, each a JSON line once per report period (std_msgs/String, so shown, not plotted)
+    realtime_tab = fl.SplitContainer(direction="column", items=[
+        fl.SplitItem(proportion=2, content=fl.RawMessagesPanel(
+            title="real time: control period, lateness, real-time factor (/vasimov/realtime)",
+            config=fl.RawMessagesConfig(topic_path=f"{topics.REALTIME}.data", default_expanded=True))),
+        fl.SplitItem(proportion=1, content=fl.RawMessagesPanel(
+            title="SDK state rate (/vasimov/sdk/rate)",
+            config=fl.RawMessagesConfig(topic_path=f"{topics.SDK_RATE}.data", default_expanded=True)))])
     tabs = fl.TabContainer(tabs=[
         fl.TabItem(title="Joints", content=joints_tab),
         fl.TabItem(title="Firmware", content=_firmware_panels()),
         fl.TabItem(title="IMU", content=_imu_panels()),
         fl.TabItem(title="Policy", content=_policy_panels()),
         fl.TabItem(title="Bridge", content=bridge_tab),
+        fl.TabItem(title="Real time", content=realtime_tab),
     ])
     # the head camera's JPEG beside the 3D view (docs/cameras.md): the compressed image is the light one to stream
     camera = fl.ImagePanel(title="head camera (JPEG, /camera/head/color/image_raw/compressed)",
