@@ -6,7 +6,12 @@
   never keeps or resends a sample for the camera. With nobody watching the node reads nothing and renders nothing.
 * **Frames at their simulated times**: frame ``k`` is the first state at or after sim time ``k / rate_hz``; its
   stamp is that state's sim time. A frame the renderer has no time for is dropped (newest wins, counted), never
-  queued: the camera never delays the state, in real time or in lockstep (it is not a lockstep participant).
+  queued: the camera never delays the state, in real time or in lockstep.
+* **Lockstep frames** (``lockstep_frames``, the launch argument ``camera_lockstep``; ``vasimov up --lockstep
+  --record`` turns it on): the camera takes part in lockstep. It reads every period's samples (reliable) and tells
+  the plant on ``/vasimov/lockstep/camera`` which state it took, after rendering it when a frame is due; the plant
+  steps on only then (``vasimov_plant.lockstep.PeriodHold``). So no frame is dropped and a seed gives the same
+  images, at the cost of rendering in the loop.
 * **Outputs** (ROS camera conventions, frame ``head_camera_optical_frame``, REP 103): ``.../color/image_raw``
   (rgb8), ``.../color/image_raw/compressed`` (JPEG, Pillow), ``.../depth/image_raw`` (32FC1, metres along the
   optical axis, NaN where nothing is hit) and both ``camera_info`` (intrinsics from the field of view,
@@ -33,7 +38,7 @@ from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
-from std_msgs.msg import String
+from std_msgs.msg import String, UInt64MultiArray
 from vasimov_msgs.msg import PlantSamples
 
 from vasimov import joints
@@ -41,6 +46,7 @@ from vasimov.camera import HEAD_CAMERA, HEAD_OPTICAL_FRAME, CameraSpec, intrinsi
 from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import plant_samples, qos, topics
 from vasimov.ros.convert import to_stamp
+from vasimov.ros.lockstep import announce_ready
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
@@ -61,6 +67,9 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("watch_period", 2.0, "Wall seconds between checks of who watches the camera topics, a safety net "
               "beside the publishers' matched events, which start and stop the rendering at once.", min=0.05,
               max=60.0),
+    ParamSpec("lockstep_frames", False, "Lockstep only: take part in lockstep, every frame rendered at its simulated "
+              "time before the plant steps on (the plant's camera_lockstep must match: the launch argument "
+              "camera_lockstep sets both)."),
     OBSERVER_CPU_NICE,
 )
 
@@ -76,6 +85,8 @@ class Due:
     base_pos: np.ndarray
     base_quat: np.ndarray
     q: np.ndarray
+    epoch: int = 0
+    step: int = 0
 
 
 class FramePicker:
@@ -139,6 +150,18 @@ class CameraNode(Node):
         self.joint_slots: np.ndarray | None = None
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.enabled = bool(self.p["enabled"])
+        # lockstep frames: a participant from the start, reading every period (reliable) and answering each one
+        self.frame_mode = bool(self.p["lockstep"]) and bool(self.p["lockstep_frames"])
+        self.pub_took = None
+        self.ready_pub = None
+        if self.frame_mode:
+            self.pub_took = self.create_publisher(UInt64MultiArray, topics.LOCKSTEP_CAMERA, qos.LATCHED)
+            self.samples_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=8,
+                                          reliability=ReliabilityPolicy.RELIABLE,
+                                          durability=DurabilityPolicy.VOLATILE)
+            self.samples_sub = self.create_subscription(PlantSamples, topics.PLANT_SAMPLES, self.on_samples,
+                                                        self.samples_qos)
+            self.join_timer = self.create_timer(0.02, self._join, clock=steady)
         renice_all_threads(int(self.p["cpu_nice"]))
         self.ready = False  # the render thread has its GL context and model
         self.thread: threading.Thread | None = None  # started by the first watcher: no GL, no model before
@@ -150,6 +173,19 @@ class CameraNode(Node):
         self.create_timer(1.0, self.publish_stats, clock=steady)
 
     # -- executor side -------------------------------------------------------------------------------------------
+    def _join(self) -> None:
+        """Lockstep frames: announce ready once the plant's samples reach this node and it reads our answers."""
+        if self.samples_sub.get_publisher_count() > 0 and self.pub_took.get_subscription_count() > 0:
+            self.join_timer.cancel()
+            self.destroy_timer(self.join_timer)
+            self.ready_pub = announce_ready(self)
+            self.get_logger().info("camera: taking part in lockstep (every frame at its simulated time)")
+
+    def _took(self, epoch: int, step: int) -> None:
+        """Lockstep frames: tell the plant this state is taken (rendered, if a frame was due): it steps on."""
+        if self.pub_took is not None:
+            self.pub_took.publish(UInt64MultiArray(data=[int(epoch), int(step)]))
+
     def watchers(self) -> dict[str, int]:
         return {"color": self.pub_color.get_subscription_count(),
                 "compressed": self.pub_compressed.get_subscription_count(),
@@ -166,6 +202,8 @@ class CameraNode(Node):
         if on and self.thread is None:
             self.thread = threading.Thread(target=self._render_loop, name="camera-render", daemon=True)
             self.thread.start()
+        if self.frame_mode:
+            return  # reads every period whoever watches: the plant waits for its answers
         if on and self.samples_sub is None:
             self.samples_sub = self.create_subscription(PlantSamples, topics.PLANT_SAMPLES, self.on_samples,
                                                         self.samples_qos)
@@ -190,11 +228,19 @@ class CameraNode(Node):
         except ValueError as exc:
             self.log_limited("samples", f"camera: PlantSamples refused: {exc}")
             return
-        if truth is None or not samples or not self.picker.due(truth.time):
+        if not samples:
             return
         last = samples[-1]
-        due = Due(truth.time, np.array(truth.base_pos), np.array(truth.base_quat), np.array(last.position))
+        # lockstep frames: render a due frame only if someone watches (the plant waits for the answer either way)
+        watched = not self.frame_mode or (self.enabled and self.gl_error is None and any(self.watchers().values()))
+        if truth is None or not watched or not self.picker.due(truth.time):
+            self._took(last.epoch, last.step)
+            return
+        due = Due(truth.time, np.array(truth.base_pos), np.array(truth.base_quat), np.array(last.position),
+                  last.epoch, last.step)
         self.counts["due"] += 1
+        if self.frame_mode and self.thread is None:
+            self.watch()
         with self.lock:
             if self.pending is not None and self.ready:
                 self.counts["dropped"] += 1  # the renderer is still busy with an older frame: newest wins
@@ -226,6 +272,7 @@ class CameraNode(Node):
         except GLUnavailableError as exc:
             self.gl_error = str(exc)
             self.get_logger().error(f"camera: cannot render, the camera topics stay silent: {exc}")
+            self._answer_pending()
             return
         renderer = None
         try:
@@ -242,13 +289,24 @@ class CameraNode(Node):
                     if renderer is None:
                         return
                 if due is not None and renderer is not None:
-                    self._frame(renderer, due)
+                    try:
+                        self._frame(renderer, due)
+                    finally:
+                        self._took(due.epoch, due.step)
         except Exception as exc:  # a GL failure mid-run: say so, stay up, stop reading
             self.gl_error = f"{type(exc).__name__}: {exc}"
             self.get_logger().error(f"camera: rendering failed, the camera topics stay silent: {self.gl_error}")
         finally:
             if renderer is not None:
                 renderer.close()
+            self._answer_pending()
+
+    def _answer_pending(self) -> None:
+        """Lockstep frames: a frame this thread will never render is answered, not left waiting."""
+        with self.lock:
+            due, self.pending = self.pending, None
+        if due is not None:
+            self._took(due.epoch, due.step)
 
     def _build(self, old: Any, scene_text: str) -> Any:
         """The renderer for the plant's scene (the plant's own MJCF: same ground, same seeded layout)."""

@@ -90,6 +90,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("lockstep_participants", "edge,policy", "Lockstep only: node names (comma-separated) that take part; "
               "the first tick goes out once each announced ready (vasimov.lockstep_gate). Reading the tick topic "
               "makes nobody a participant."),
+    ParamSpec("camera_lockstep", False, "Lockstep only: the camera (node name `camera`) takes part: each control "
+              "period also waits until the camera took its state, so every frame is rendered at its simulated time "
+              "and a seed gives the same images (slower: rendering is in the loop).  `vasimov up --lockstep "
+              "--record` turns it on."),
     ParamSpec("lockstep_join_timeout", 120.0, "Lockstep only: wall seconds to wait for every participant to be "
               "ready before exiting non-zero (0 = wait forever).", min=0.0, max=3600.0),
     ParamSpec("speed_torque_envelope", False, "Limit motor torque linearly to zero at the joint's no-load speed "
@@ -143,8 +147,6 @@ class PlantNode(Node):
         self.cond = threading.Condition(self.lock)  # the physics thread waits on it for tick k's answer
         self.latest: Answer | None = None  # real time: the newest valid answer of this life
         self.applied_tick = -1  # the tick whose answer drives the current control period (PlantState.command_tick)
-        self.awaiting_tick: int | None = None  # lockstep: the tick whose answer steps physics next
-        self.awaiting_since = 0.0
         self.out_of_order = 0
         self.rejected_commands = 0
         self.rejected_sim_control = 0
@@ -209,9 +211,14 @@ class PlantNode(Node):
         return self.core.truth()
 
     def await_tick(self, tick: int) -> None:
-        """Lockstep: physics waits for the answer to `tick` (the stall check times from now)."""
-        self.awaiting_tick = tick
-        self.awaiting_since = time.monotonic()
+        """Lockstep: physics waits for the answer to `tick` (and, with camera_lockstep, for the camera to take the
+        state just published; the stall check times from now)."""
+        self.lockstep_driver.hold.wait(tick, self.epoch, self.step_count, time.monotonic())
+
+    def advance_when_released(self) -> None:
+        """Lockstep: step the next control period once every answer to the last one is in."""
+        if self.exit_code is None and self.lockstep_driver.hold.release():
+            self.advance_control_period()
 
     # -- commands ------------------------------------------------------------------------------------------------
     def apply_answer(self, answer: Answer) -> None:
@@ -251,15 +258,15 @@ class PlantNode(Node):
                     self.realtime.pacer.answer_arrived(time.monotonic())
                 self.cond.notify_all()
             return
-        if self.awaiting_tick is None or msg.tick != self.awaiting_tick:
+        hold = self.lockstep_driver.hold
+        if not hold.answer(int(msg.tick)):
             self.out_of_order += 1
             self.log_limited("order", f"lockstep: ignoring motor command for tick {msg.tick} "
-                                      f"(waiting for {self.awaiting_tick})")
+                                      f"(waiting for {hold.tick})")
             return
-        self.awaiting_tick = None
         self.applied_tick = int(msg.tick)
         self._apply(targets, msg.gantry_engaged, msg.gantry_lowering)
-        self.advance_control_period()
+        self.advance_when_released()
 
     def on_sim_control(self, msg: SimControl) -> None:
         with self.cond:

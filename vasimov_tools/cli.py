@@ -171,8 +171,10 @@ RECORDER_NODE = "recorder"
 def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: dict[str, str],
                   out: Path) -> launch_file.LaunchDescription:
     """`up --record DIR`: the launch description plus a recorder node, declared a lockstep participant (appended to
-    `lockstep_participants`), so a lockstep run waits for it and the bag starts at step 0. The recorder learns the
-    launch arguments it needs for provenance (seed, policy, time mode, launch file) as parameters."""
+    `lockstep_participants`), so a lockstep run waits for it and the bag starts at step 0. In lockstep with the camera
+    on, `camera_lockstep` too (unless given): the camera renders every frame before the plant steps on, so the bag's
+    images are the same for the same seed. The recorder learns the launch arguments it needs for provenance (seed,
+    policy, time mode, launch file) as parameters."""
     import dataclasses
 
     import yaml
@@ -191,6 +193,10 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
     joined = dict(overrides, lockstep_participants=",".join([*declared, RECORDER_NODE]))
     desc = launch_file.load(launch, joined)
     lockstep = bool(yaml.safe_load(desc.args.get("lockstep", "false") or "false"))
+    camera = bool(yaml.safe_load(desc.args.get("camera", "false") or "false"))
+    if lockstep and camera and "camera_lockstep" in desc.args and "camera_lockstep" not in overrides:
+        # the bag keeps the camera: in lockstep every frame at its simulated time, the same images for a seed
+        desc = launch_file.load(launch, dict(joined, camera_lockstep="true"))
     config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
     # the recorder joins the graph where its nodes are: their namespace and the launch file's set_remap rules (a
     # namespaced lockstep run otherwise waited for a recorder that looked for the absolute tick topic)

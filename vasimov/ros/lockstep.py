@@ -74,3 +74,8 @@ def ready_announcers(node: Any) -> set[str]:
 def tick_readers(node: Any) -> set[str]:
     """Node names reading the tick topic on the graph now."""
     return {info.node_name for info in node.get_subscriptions_info_by_topic(resolved(node, topics.PLANT_TICK))}
+
+
+def sample_readers(node: Any) -> set[str]:
+    """Node names reading the plant's per-period samples now (the camera takes part through them)."""
+    return {info.node_name for info in node.get_subscriptions_info_by_topic(resolved(node, topics.PLANT_SAMPLES))}

@@ -12,6 +12,7 @@ PLANT_STATE = "/vasimov/plant/state"  # every physics step (200 Hz)
 PLANT_SAMPLES = "/vasimov/plant/samples"  # one control period's per-step samples in one message (the SDK bridge's)
 PLANT_TICK = "/vasimov/plant/tick"  # control ticks only (50 Hz); the lockstep loop runs on it
 LOCKSTEP_READY = "/vasimov/lockstep/ready"  # std_msgs/String, latched: a participant announces ready (lockstep_gate)
+LOCKSTEP_CAMERA = "/vasimov/lockstep/camera"  # std_msgs/UInt64MultiArray [epoch, step], latched: camera_lockstep
 PLANT_FAULT = "/vasimov/plant/fault"
 MOTOR_COMMAND = "/vasimov/motor_command"
 FIRMWARE_STATE = "/vasimov/firmware/state"
