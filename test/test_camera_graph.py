@@ -203,6 +203,9 @@ def test_without_headless_gl_the_camera_says_why_and_stays_up():
         g.stop()
 
 
+LOCKSTEP_S = 2.0
+
+
 def _lockstep_bag(tmp_path: Path, name: str, seed: int, script: Path) -> tuple[str, dict[str, list]]:
     out = tmp_path / name
     g = Graph("--lockstep", "--duration", str(LOCKSTEP_S), "--seed", str(seed), "--script", str(script),
@@ -215,9 +218,6 @@ def _lockstep_bag(tmp_path: Path, name: str, seed: int, script: Path) -> tuple[s
     assert rc == 0, log[-4000:]
     _, msgs = _read_bag(out)
     return log, msgs
-
-
-LOCKSTEP_S = 2.0
 
 
 def test_a_lockstep_bag_keeps_every_frame_and_repeats_them_for_a_seed(tmp_path):

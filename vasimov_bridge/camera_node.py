@@ -186,6 +186,9 @@ class CameraNode(Node):
         if self.pub_took is not None:
             self.pub_took.publish(UInt64MultiArray(data=[int(epoch), int(step)]))
 
+    def _watched(self) -> bool:
+        return self.enabled and self.gl_error is None and any(self.watchers().values())
+
     def watchers(self) -> dict[str, int]:
         return {"color": self.pub_color.get_subscription_count(),
                 "compressed": self.pub_compressed.get_subscription_count(),
@@ -231,9 +234,9 @@ class CameraNode(Node):
         if not samples:
             return
         last = samples[-1]
-        # lockstep frames: render a due frame only if someone watches (the plant waits for the answer either way)
-        watched = not self.frame_mode or (self.enabled and self.gl_error is None and any(self.watchers().values()))
-        if truth is None or not watched or not self.picker.due(truth.time):
+        # lockstep frames: render a due frame only if someone watches (the plant waits for the answer either way);
+        # who watches is asked only when a frame is due, not every period
+        if truth is None or not self.picker.due(truth.time) or (self.frame_mode and not self._watched()):
             self._took(last.epoch, last.step)
             return
         due = Due(truth.time, np.array(truth.base_pos), np.array(truth.base_quat), np.array(last.position),

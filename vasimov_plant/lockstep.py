@@ -89,13 +89,12 @@ class LockstepDriver:
     def __init__(self, node: PlantNode) -> None:
         self.node = node
         participants = parse_participants(node.p["lockstep_participants"])
-        self.camera = bool(node.p["camera_lockstep"])
-        if self.camera and CAMERA_PARTICIPANT not in participants:
+        self.hold = PeriodHold(camera=bool(node.p["camera_lockstep"]))
+        if self.hold.camera and CAMERA_PARTICIPANT not in participants:
             participants = (*participants, CAMERA_PARTICIPANT)
         self.gate = LockstepGate(participants, now=time.monotonic(), join_timeout=node.p["lockstep_join_timeout"])
-        self.hold = PeriodHold(camera=self.camera)
         node.create_subscription(String, topics.LOCKSTEP_READY, self._on_ready, qos.LATCHED_FROM_MANY)
-        if self.camera:
+        if self.hold.camera:
             node.create_subscription(UInt64MultiArray, topics.LOCKSTEP_CAMERA, self._on_camera, qos.LATCHED)
         self.wall_start = 0.0
         self.sim_start = 0.0
@@ -115,7 +114,7 @@ class LockstepDriver:
         """Who reads what they answer: the tick topic; with camera_lockstep the camera reads the samples."""
         n = self.node
         readers = tick_readers(n)
-        if self.camera:
+        if self.hold.camera:
             readers |= sample_readers(n) & {CAMERA_PARTICIPANT}
         return readers
 

@@ -191,12 +191,11 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
     except GateError as exc:
         raise launch_file.LaunchFileError(f"--record: {exc}") from exc
     joined = dict(overrides, lockstep_participants=",".join([*declared, RECORDER_NODE]))
-    desc = launch_file.load(launch, joined)
     lockstep = bool(yaml.safe_load(desc.args.get("lockstep", "false") or "false"))
     camera = bool(yaml.safe_load(desc.args.get("camera", "false") or "false"))
     if lockstep and camera and "camera_lockstep" in desc.args and "camera_lockstep" not in overrides:
-        # the bag keeps the camera: in lockstep every frame at its simulated time, the same images for a seed
-        desc = launch_file.load(launch, dict(joined, camera_lockstep="true"))
+        joined["camera_lockstep"] = "true"  # the bag's frames: every one, at its simulated time, the same for a seed
+    desc = launch_file.load(launch, joined)
     config = launch_file.share_directory("vasimov") / "config" / "recorder.yaml"
     # the recorder joins the graph where its nodes are: their namespace and the launch file's set_remap rules (a
     # namespaced lockstep run otherwise waited for a recorder that looked for the absolute tick topic)
