@@ -217,7 +217,7 @@ def test_plant_watchdog_damps_when_the_edge_dies(tmp_path):
     from harness import graph_env, next_domain_id
 
     from vasimov_tools import launch_file
-    from vasimov_tools.supervisor import resolve_executable
+    from vasimov_tools.supervisor import clean_shared_memory, resolve_executable
 
     domain = next_domain_id()
     env = graph_env(domain)
@@ -266,3 +266,4 @@ def test_plant_watchdog_damps_when_the_edge_dies(tmp_path):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        clean_shared_memory()  # no supervisor here: the SIGKILLed edge's segments are the test's to remove
