@@ -279,13 +279,13 @@ def test_parameters_are_listed_checked_and_set_where_writable(bridge, client):
     wait_for(lambda: client.reply("s4"), 5, "setParameters answer")
     # rclpy's own use_sim_time is writable on every node, but not from Foxglove (issue 10: a client could switch
     # a node's clock): refused here, never forwarded, the node keeps its value
-    wait_for(lambda: _params(client, "p3", ["/sdk_bridge.use_sim_time"]).get("/sdk_bridge.use_sim_time") is True, 15,
-             "the SDK bridge's parameters")
-    client.set_parameters([{"name": "/sdk_bridge.use_sim_time", "value": False}], "s5")
+    wait_for(lambda: _params(client, "p3", ["/sdk_bridge.use_sim_time"]).get("/sdk_bridge.use_sim_time") is False,
+             15, "the SDK bridge's parameters")
+    client.set_parameters([{"name": "/sdk_bridge.use_sim_time", "value": True}], "s5")
     wait_for(lambda: any("use_sim_time" in s and "rclpy built-in" in s for s in client.status_texts()), 5,
              "built-in refusal")
     assert _stats(client)["counters"].get("parameter_set_forwarded", 0) == 0
-    assert _params(client, "p4", ["/sdk_bridge.use_sim_time"])["/sdk_bridge.use_sim_time"] is True
+    assert _params(client, "p4", ["/sdk_bridge.use_sim_time"])["/sdk_bridge.use_sim_time"] is False
     # a request naming thousands of unknown parameters: refused whole, one status, the bridge keeps serving
     before = len(client.status_texts())
     client.set_parameters([{"name": f"/nope.p{i}", "value": 1.0} for i in range(5000)], "s6")

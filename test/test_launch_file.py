@@ -38,7 +38,9 @@ def test_launch_arguments_are_substituted_and_typed():
     assert policy.params["backend"] == "hold"
     edge = next(n for n in desc.nodes if n.name == "edge")
     assert edge.params["command_script"] == ""
-    assert edge.params["use_sim_time"] is True
+    # the nodes take simulated time from the plant's messages; their own ROS clocks stay off /clock (no wake-up
+    # per /clock message) unless use_sim_time:=true
+    assert edge.params["use_sim_time"] is False
     args = plant.ros_args()
     assert args[:3] == ["--ros-args", "-r", "__node:=plant"]
     assert "lockstep:=true" in args and "duration:=2.5" in args
@@ -139,8 +141,8 @@ def test_every_vasimov_up_option_and_port_is_a_described_launch_argument():
                 "sdk_command_port", "sdk_state_port", "sdk_http_port", "foxglove_port", "binary_port"):
         assert arg in desc.args, arg
     ports = launch_file.load(LAUNCH, {"namespace": "robot2", "sdk_command_port": "9850", "sdk_state_port": "9851",
-                                      "sdk_http_port": "4000", "use_sim_time": "false"})
+                                      "sdk_http_port": "4000", "use_sim_time": "true"})
     sdk = next(n for n in ports.nodes if n.name == "sdk_bridge")
     assert (sdk.params["command_port"], sdk.params["state_port"], sdk.params["http_port"]) == (9850, 9851, 4000)
-    assert sdk.params["use_sim_time"] is False
+    assert sdk.params["use_sim_time"] is True
     assert "__ns:=/robot2" in sdk.ros_args()
