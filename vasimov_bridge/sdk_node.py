@@ -40,15 +40,15 @@ from std_msgs.msg import String
 from vasimov_msgs.msg import FirmwareState, PlantFault, PlantSamples, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
-from vasimov import graph_status, joints, motor_space
+from vasimov import graph_status, joints
 from vasimov.alerts import ALERT_FIRMWARE_STALL, SEVERITY_CRITICAL, alert_name, alert_severity, latched_flags
 from vasimov.boot_states import BootError, parse_boot
 from vasimov.commands import RobotCommand
 from vasimov.faults import FaultError, UnknownJointError, parse_fault
-from vasimov.frames import projected_gravity, yaw_from_quat
+from vasimov.frames import yaw_from_quat
 from vasimov.graph_status import SUMMARY_TAG
 from vasimov.model.urdf import link_names
-from vasimov.motor_current import motor_current, torque_constant
+from vasimov.motor_current import torque_constant
 from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.command_outbox import CommandOutbox
@@ -62,6 +62,7 @@ from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Res
 from vasimov_bridge.sim_disturb import DisturbanceView, ForceControl
 from vasimov_bridge.sim_link import LinkControl, link_params, settings_from_params
 from vasimov_bridge.state_pairing import FRESH, Paired, StatePairing
+from vasimov_bridge.state_rows import StateRows, period_rows, sample_rows
 from vasimov_bridge.stream_rate import StreamRate
 from vasimov_bridge.udp_lane import UdpLane, UdpLaneConfig
 
@@ -130,6 +131,7 @@ class SdkBridgeNode(Node):
         self.stale_since_us: int | None = None  # firmware time the current stale stretch began
         self.plant_fault: PlantFault | None = None  # the newest physics fault (valid for its epoch only)
         self.tap_active = False  # someone subscribes to the datagram copies
+        self.rows: dict[int, StateRows] = {}  # step -> frame arrays built for the sample's whole period
         self.torque_constant = torque_constant()  # the same assumed k_t the firmware's thermal model heats with
 
         self.log_limited = RateLimitedLog(self.get_logger().warning)
@@ -230,6 +232,10 @@ class SdkBridgeNode(Node):
             self.build_errors += 1
             self.log_limited("samples", f"plant samples rejected: {exc}")
             return
+        if samples and samples[0].epoch == self.epoch:
+            # the period's frame arrays in one go (vasimov_bridge.state_rows); a new epoch clears them first
+            self.rows.update(period_rows([s for s in samples if s.step % self.state_every == 0],
+                                         self.torque_constant))
         for sample in samples:
             self.on_plant_state(sample)
         if truth is not None:
@@ -242,6 +248,7 @@ class SdkBridgeNode(Node):
                 self.sequence = 0  # a new firmware life: a new stream
                 self.fw = None
                 self.pairing.reset()
+                self.rows.clear()
                 self.stale_since_us = None
             self.last_plant = msg
         if msg.step % self.state_every != 0:
@@ -284,8 +291,18 @@ class SdkBridgeNode(Node):
         return dataclasses.replace(frame, current_mode=0, error_flags=STALE_ERROR_FLAGS, active_alerts=[alert],
                                    joint_temp=None)
 
+    def _rows(self, msg: PlantSample) -> StateRows:
+        """The sample's arrays from its period's batch, or built alone (a sample that came by itself, or a period
+        with a bad sample); steps before it are dropped (frames go out in step order; a skipped one never will)."""
+        rows = self.rows.pop(msg.step, None)
+        if self.rows and next(iter(self.rows)) < msg.step:
+            for step in [k for k in self.rows if k < msg.step]:
+                del self.rows[step]
+        return rows if rows is not None else sample_rows(msg, self.torque_constant)
+
     def _frame(self, msg: PlantSample, fw: FirmwareState | None, seq: int) -> sdk_wire.StateFrame:
         quat = msg.imu_orientation
+        rows = self._rows(msg)
         alerts = [] if fw is None else [
             sdk_wire.AlertEntry(id=a.id, severity=a.severity, value=a.value, threshold=a.threshold,
                                 first_set_us=a.first_set_us, source_id=a.source_id) for a in fw.alerts]
@@ -301,12 +318,12 @@ class SdkBridgeNode(Node):
             timestamp_us=round(msg.step * self.dt * 1e6),
             sequence=seq,
             current_mode=0 if fw is None else int(fw.mode),
-            joint_pos=motor_space.joint_to_state(msg.position),
-            joint_vel=motor_space.joint_to_state_velocity(msg.velocity),
+            joint_pos=rows.joint_pos,
+            joint_vel=rows.joint_vel,
             base_ang_vel=msg.imu_angular_velocity,
-            projected_gravity=projected_gravity(quat),
+            projected_gravity=rows.projected_gravity,
             base_quat=quat,
-            joint_current=motor_current(motor_space.joint_to_state_torque(msg.effort), self.torque_constant),
+            joint_current=rows.joint_current,
             joint_temp=temps,
             error_flags=0 if fw is None else int(fw.error_flags),
             active_alerts=alerts,
