@@ -89,7 +89,10 @@ def test_a_participant_that_never_comes_ends_the_run_after_the_join_timeout():
         _answer_every_tick(peer, [])
         peer.announce_lockstep_ready()
         assert plant.wait(60) == EXIT_LOCKSTEP_STALL, plant.output()[-3000:]
-        assert "not every participant was ready within 3 s: fake_policy not ready" in plant.output()
+        # the message names every participant missing at the deadline: fake_policy always; on a loaded machine
+        # discovering fake_edge can take longer than the 3 s too, then it is named as well (seen once in 12 runs)
+        line = next(ln for ln in plant.output().splitlines() if "not every participant was ready within 3 s:" in ln)
+        assert "fake_policy not ready" in line, line
     finally:
         peer.close()
 
