@@ -233,7 +233,8 @@ class SdkBridgeNode(Node):
             self.log_limited("samples", f"plant samples rejected: {exc}")
             return
         if samples and samples[0].epoch == self.epoch:
-            # the period's frame arrays in one go (vasimov_bridge.state_rows); a new epoch clears them first
+            # the period's frame arrays in one go (vasimov_bridge.state_rows); the first period of a new epoch is
+            # built sample by sample (on_plant_state clears the old epoch's rows when it sees the new one)
             self.rows.update(period_rows([s for s in samples if s.step % self.state_every == 0],
                                          self.torque_constant))
         for sample in samples:
