@@ -326,6 +326,17 @@ def test_turning_in_place_after_fast_forward_walking_does_not_fall():
     assert r.fell_at is None, r.failures
 
 
+@pytest.mark.parametrize("side,forward", [(0.25, 0.3), (-0.25, -0.25)])
+def test_walking_after_a_strafe_and_a_stop_does_not_fall(side, forward):
+    """Per-foot landing offsets learned while strafing are forgotten when the robot stops: kept into the next walk
+    they set one foot ~3 cm off and it fell within 3.5 s (strafe, stop, forward or backward)."""
+    s = wb.Scenario("strafe_stop_walk", 19.0, ((0.0, 0.0, 0.0, 0.0), (1.0, 0.0, side, 0.0), (7.0, 0.0, 0.0, 0.0),
+                                              (13.0, forward, 0.0, 0.0)), criteria=wb.Criteria(max_compute_p99=None))
+    r = wb.run_scenario(s)
+    assert r.fell_at is None, r.failures
+    assert abs(r.along) > 0.5 * abs(forward) * 6.0, r.along  # it walked (at least half of what 6 s asked)
+
+
 def test_menlo_walk_sequence_in_the_graphs_loop_walks_stops_and_keeps_balancing():
     """The graph's loop with the firmware core (its target clamp included): STAND, MOVE at zero velocity, 3 s of
     0.3 m/s re-sent like a client does, then a zero command. The robot covers >= 0.6 m, never tilts or sinks, and

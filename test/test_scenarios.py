@@ -13,7 +13,7 @@ from vasimov import joints
 from vasimov.scenes import VIEWER_COURSES
 from vasimov_edge.policy.registry import HoldPoseBackend
 from vasimov_tools import scenarios as sc
-from vasimov_tools import viewer_suite
+from vasimov_tools import sequence_suite, viewer_suite
 from vasimov_tools import walk_bench as wb
 
 
@@ -75,6 +75,33 @@ def test_viewer_files_are_the_fact_sheet_generated():
     assert [p.name for p in shipped] == [n for n, _ in docs]
     for p, (_, text) in zip(shipped, docs, strict=True):
         assert p.read_text(encoding="utf-8") == text, p.name
+
+
+def test_sequence_files_are_the_generated_ones_and_stay_in_the_sdk_envelope():
+    """``sequences``: exactly what vasimov_tools.sequence_suite writes; axis files send one axis at a time at 0.5-1.0
+    of its SDK limit (or zero), mixed files any mix inside the envelope."""
+    docs = sequence_suite.documents()
+    shipped = sorted(sequence_suite.SEQUENCES_DIR.glob("*.yaml"))
+    assert [p.name for p in shipped] == [n for n, _ in docs]
+    for p, (_, text) in zip(shipped, docs, strict=True):
+        assert p.read_text(encoding="utf-8") == text, p.name
+    entries = {e.name: e.scenario for e in sc.load_entries(["sequences"])}
+    assert len(entries) == 48 and all(s is not None for s in entries.values())
+    lim = np.array(wb.ENVELOPE)
+    idle = 0
+    for name, s in entries.items():
+        v = np.array([c[1:] for c in s.commands])
+        assert np.all(np.abs(v) <= lim + 1e-12), name
+        if name.startswith("sequence_axis_"):
+            assert s.duration == 120.0 and len(s.commands) == 20
+            nonzero = np.count_nonzero(v, axis=1)
+            assert np.all(nonzero <= 1), name
+            idle += int(np.sum(nonzero == 0))
+            frac = (np.abs(v) / lim)[nonzero == 1].max(axis=1)
+            assert np.all((frac >= 0.5) & (frac <= 1.0)), name
+        else:
+            assert s.duration == 150.0 and len(s.commands) == 15
+    assert 0.1 < idle / (36 * 20) < 0.3  # about a fifth of the holds are stops
 
 
 def test_viewer_suite_keeps_the_sheets_profiles_forces_and_failure_criterion():

@@ -353,6 +353,22 @@ def load_file(path: str | Path) -> tuple[Any, str | None]:
     return parse(doc, str(p), p.stem)
 
 
+def write_suite(folder: Path, docs: list[tuple[str, str]]) -> list[Path]:
+    """Write a generated suite's ``(file name, text)`` documents into ``folder``; stale ``*.yaml`` files there are
+    removed, so the folder holds exactly what its generator makes (``viewer_suite``, ``sequence_suite``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {n for n, _ in docs}
+    for old in folder.glob("*.yaml"):
+        if old.name not in names:
+            old.unlink()
+    paths = []
+    for name, text in docs:
+        path = folder / name
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
 def suite_names() -> list[str]:
     """The suites shipped with the package."""
     return sorted(d.name for d in SUITES_DIR.iterdir() if d.is_dir() and any(d.glob("*.yaml")))

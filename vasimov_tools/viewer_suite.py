@@ -21,7 +21,7 @@ from typing import Any
 
 from vasimov import joints
 from vasimov.scenes import VIEWER_COURSES
-from vasimov_tools.scenarios import SUITES_DIR
+from vasimov_tools.scenarios import SUITES_DIR, write_suite
 
 VIEWER_DIR = SUITES_DIR / "viewer"
 GROUPS = ("locomotion", "distance", "friction", "push_standing", "push_walking", "push_sustained", "terrain")
@@ -112,17 +112,7 @@ def documents() -> list[tuple[str, str]]:
 
 def write(folder: Path = VIEWER_DIR) -> list[Path]:
     """(Re)write the suite's files; stale ``*.yaml`` files in ``folder`` are removed."""
-    folder.mkdir(parents=True, exist_ok=True)
-    docs = documents()
-    for old in folder.glob("*.yaml"):
-        if old.name not in {n for n, _ in docs}:
-            old.unlink()
-    paths = []
-    for name, text in docs:
-        path = folder / name
-        path.write_text(text, encoding="utf-8")
-        paths.append(path)
-    return paths
+    return write_suite(folder, documents())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

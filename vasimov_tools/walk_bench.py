@@ -194,6 +194,23 @@ def random_commands(seed: int, n: int = 20, duration: float = 60.0) -> tuple[Com
     return tuple(out)
 
 
+def axis_commands(seed: int, n: int = 20, duration: float = 120.0, idle: float = 0.2) -> tuple[Command, ...]:
+    """``n`` piecewise-constant one-axis commands evenly spaced over ``duration``: each is zero with probability
+    ``idle``, else one axis (drawn evenly) at 0.5-1.0 of its SDK limit, either sign. What an SDK program mostly sends
+    (walk, strafe, turn, stop, one after another), and the changes between gaits it stresses are where the walker
+    falls; ``random_commands`` mixes all three axes in every command instead."""
+    rng = np.random.default_rng(seed)
+    dt = duration / n
+    out = []
+    for k in range(n):
+        v = [0.0, 0.0, 0.0]
+        if rng.uniform() >= idle:
+            axis = int(rng.integers(3))
+            v[axis] = float(rng.choice([-1, 1]) * rng.uniform(0.5, 1.0) * ENVELOPE[axis])
+        out.append((k * dt, v[0], v[1], v[2]))
+    return tuple(out)
+
+
 def standard_scenarios() -> dict[str, Scenario]:
     """The issue's acceptance scenarios (the ``standard`` suite) and the ``goals`` suite (``goal_*``, beyond the
     requirement): the scenario files in ``vasimov_tools/suites/`` (vasimov_tools.scenarios reads them)."""
