@@ -148,9 +148,24 @@ def test_sdk_commands_in_robot_commands_out_and_sim_requests(bridge):
         wait_for(lambda: rejected() == 1, 20, "the garbage datagram counted")
     assert probe.last(topics.ROBOT_COMMAND).kind == RobotCommandMsg.KIND_VELOCITY, "garbage reached the graph"
 
-    # simulator requests become sim-control messages for the plant; bad ones are answered with the rule broken
-    status, reply = http("POST", f"{api}/api/sim/push", {"body": "pelvis_link", "force": [30, 0, -5],
-                                                         "duration": 0.2})
+    # a sim request is refused (503, retry) until the node that acts on it has matched: this probe's reader is not it
+    push = {"body": "pelvis_link", "force": [30, 0, -5], "duration": 0.2}
+    status, reply = http("POST", f"{api}/api/sim/push", push)
+    assert status == 503 and "plant is not connected" in reply["error"], reply
+    plant = RosProbe(node.domain, name=topics.PLANT_NODE)
+    try:
+        plant_sub = plant.subscribe(topics.SIM_CONTROL, SimControl, qos.COMMANDS)
+        wait_for(lambda: publishers_matched(plant_sub), 40, "the plant's sim-control reader to match")
+        # the bridge's writer may see the reader a moment after the reader sees it: retry through 503, as clients do
+        status, reply = wait_for(lambda: (r := http("POST", f"{api}/api/sim/push", push))[0] != 503 and r, 20,
+                                 "the push accepted")
+        _assert_requests_and_fault_refusals(node, probe, fault, api, status, reply)
+    finally:
+        plant.close()
+
+
+def _assert_requests_and_fault_refusals(node, probe, fault, api, status, reply) -> None:
+    """Simulator requests become sim-control messages for the plant; bad ones are answered with the rule broken."""
     assert status == 202 and reply["pushing"], reply
     status, reply = http("POST", f"{api}/api/sim/push", {"body": "tail_link", "force": [30, 0, 0], "duration": 0.2})
     assert status == 404 and "pelvis_link" in json.dumps(reply), reply

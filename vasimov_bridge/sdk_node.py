@@ -408,8 +408,10 @@ class SdkBridgeNode(Node):
             raise HttpError(400, str(exc)) from None
         self._refuse_while_faulted("inject")
         joint = "" if fault.joint is None else joints.JOINTS[fault.joint].firmware_name
+        listeners = tuple(name for name, acts in ((topics.PLANT_NODE, fault.spec.plant),
+                                                  (topics.EDGE_NODE, fault.spec.edge)) if acts)
         self._send_sim(SimControl(action=SimControl.ACTION_INJECT_FAULT, fault=fault.name, joint=joint,
-                                  value=float(fault.value)))
+                                  value=float(fault.value)), listeners)
         self.get_logger().warning(f"fault injected over HTTP: {fault.name}{' on ' + joint if joint else ''}")
         alert_id = fault.spec.alert_id
         critical = alert_severity(alert_id) == SEVERITY_CRITICAL
@@ -422,14 +424,27 @@ class SdkBridgeNode(Node):
             reply[fault.spec.param] = fault.value
         return Response(reply, status=202)
 
-    def _send_sim(self, m: SimControl) -> None:
-        """Sim-control messages are volatile: refuse (503) rather than publish into the void before the plant's
-        subscription has matched, so a client can retry instead of believing a request that never arrived."""
-        if self.pub_sim.get_subscription_count() == 0:
-            raise HttpError(503, "the plant is not connected yet; retry")
+    def _send_sim(self, m: SimControl, listeners: tuple[str, ...] = (topics.PLANT_NODE,)) -> None:
+        """Sim-control messages are volatile: refuse (503) rather than publish into the void before the subscriptions
+        of the nodes that act on it (`listeners`) have matched, so a client can retry instead of believing a request
+        that never arrived. A count alone is not enough: the edge subscribes too, and matched first it once let an
+        inject through that the plant never heard (CI, a graph a moment after start)."""
+        missing = self._unmatched(listeners)
+        if missing:
+            raise HttpError(503, f"the {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not connected "
+                                 "yet; retry")
         if self.last_plant is not None:
             to_stamp(self.last_plant.time, m.stamp)
         self.pub_sim.publish(m)
+
+    def _unmatched(self, listeners: tuple[str, ...]) -> list[str]:
+        """The nodes of `listeners` whose sim-control subscription is not yet discovered, or all of them while fewer
+        readers than that have matched this publisher."""
+        seen = {info.node_name for info in self.get_subscriptions_info_by_topic(topics.SIM_CONTROL)}
+        missing = [name for name in listeners if name not in seen]
+        if not missing and self.pub_sim.get_subscription_count() < len(listeners):
+            return list(listeners)
+        return missing
 
     def http_counters(self, req: Request) -> Any:
         fw = self.fw

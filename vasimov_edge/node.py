@@ -55,7 +55,7 @@ PARAMS: tuple[ParamSpec, ...] = (
 class EdgeNode(Node):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
-        super().__init__("edge", **node_options)
+        super().__init__(topics.EDGE_NODE, **node_options)
         self.p = declare(self, PARAMS)
         self.lockstep = bool(self.p["lockstep"])
         self.control_period = self.p["physics_dt"] * self.p["control_decimation"]

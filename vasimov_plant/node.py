@@ -120,7 +120,7 @@ class Answer:
 class PlantNode(Node):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
-        super().__init__("plant", **node_options)
+        super().__init__(topics.PLANT_NODE, **node_options)
         self.p = declare(self, PARAMS)
         self.decimation = int(self.p["control_decimation"])
         scene = parse_scene(self.p["scene"], seed=int(self.p["seed"]))  # SceneError: a configuration error
