@@ -28,7 +28,7 @@ from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov import joints, motor_space
 from vasimov.alerts import ALERT_FIRMWARE_STALL
-from vasimov.ros import qos, topics
+from vasimov.ros import node_names, qos, topics
 
 pytestmark = pytest.mark.node
 
@@ -152,7 +152,7 @@ def test_sdk_commands_in_robot_commands_out_and_sim_requests(bridge):
     push = {"body": "pelvis_link", "force": [30, 0, -5], "duration": 0.2}
     status, reply = http("POST", f"{api}/api/sim/push", push)
     assert status == 503 and "plant is not connected" in reply["error"], reply
-    plant = RosProbe(node.domain, name=topics.PLANT_NODE)
+    plant = RosProbe(node.domain, name=node_names.PLANT)
     try:
         plant_sub = plant.subscribe(topics.SIM_CONTROL, SimControl, qos.COMMANDS)
         wait_for(lambda: publishers_matched(plant_sub), 40, "the plant's sim-control reader to match")

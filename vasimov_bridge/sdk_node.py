@@ -49,7 +49,7 @@ from vasimov.frames import yaw_from_quat
 from vasimov.graph_status import SUMMARY_TAG
 from vasimov.model.urdf import link_names
 from vasimov.motor_current import torque_constant
-from vasimov.ros import qos, topics
+from vasimov.ros import node_names, qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.command_outbox import CommandOutbox
 from vasimov.ros.convert import to_stamp
@@ -408,8 +408,8 @@ class SdkBridgeNode(Node):
             raise HttpError(400, str(exc)) from None
         self._refuse_while_faulted("inject")
         joint = "" if fault.joint is None else joints.JOINTS[fault.joint].firmware_name
-        listeners = tuple(name for name, acts in ((topics.PLANT_NODE, fault.spec.plant),
-                                                  (topics.EDGE_NODE, fault.spec.edge)) if acts)
+        listeners = tuple(name for name, acts in ((node_names.PLANT, fault.spec.plant),
+                                                  (node_names.EDGE, fault.spec.edge)) if acts)
         self._send_sim(SimControl(action=SimControl.ACTION_INJECT_FAULT, fault=fault.name, joint=joint,
                                   value=float(fault.value)), listeners)
         self.get_logger().warning(f"fault injected over HTTP: {fault.name}{' on ' + joint if joint else ''}")
@@ -424,7 +424,7 @@ class SdkBridgeNode(Node):
             reply[fault.spec.param] = fault.value
         return Response(reply, status=202)
 
-    def _send_sim(self, m: SimControl, listeners: tuple[str, ...] = (topics.PLANT_NODE,)) -> None:
+    def _send_sim(self, m: SimControl, listeners: tuple[str, ...] = (node_names.PLANT,)) -> None:
         """Sim-control messages are volatile: refuse (503) rather than publish into the void before the subscriptions
         of the nodes that act on it (`listeners`) have matched, so a client can retry instead of believing a request
         that never arrived. A count alone is not enough: the edge subscribes too, and matched first it once let an
@@ -439,8 +439,9 @@ class SdkBridgeNode(Node):
 
     def _unmatched(self, listeners: tuple[str, ...]) -> list[str]:
         """The nodes of `listeners` whose sim-control subscription is not yet discovered, or all of them while fewer
-        readers than that have matched this publisher."""
-        seen = {info.node_name for info in self.get_subscriptions_info_by_topic(topics.SIM_CONTROL)}
+        readers than that have matched this publisher. The topic is the publisher's resolved name: under a
+        launch namespace it is remapped."""
+        seen = {info.node_name for info in self.get_subscriptions_info_by_topic(self.pub_sim.topic_name)}
         missing = [name for name in listeners if name not in seen]
         if not missing and self.pub_sim.get_subscription_count() < len(listeners):
             return list(listeners)

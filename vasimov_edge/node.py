@@ -24,7 +24,7 @@ from vasimov.command_rules import validated
 from vasimov.commands import CommandSource, Rejection, RobotCommand, VelocityCommand
 from vasimov.faults import FaultError, from_fields
 from vasimov.frames import projected_gravity
-from vasimov.ros import qos, topics
+from vasimov.ros import node_names, qos, topics
 from vasimov.ros.command_msgs import from_msg
 from vasimov.ros.lockstep import join_lockstep
 from vasimov.ros.params import COMMON, ParamSpec, declare
@@ -55,7 +55,7 @@ PARAMS: tuple[ParamSpec, ...] = (
 class EdgeNode(Node):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
-        super().__init__(topics.EDGE_NODE, **node_options)
+        super().__init__(node_names.EDGE, **node_options)
         self.p = declare(self, PARAMS)
         self.lockstep = bool(self.p["lockstep"])
         self.control_period = self.p["physics_dt"] * self.p["control_decimation"]

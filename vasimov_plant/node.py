@@ -39,7 +39,7 @@ from vasimov.boot_states import BOOT_NAMES, BootError, BootState, parse_boot
 from vasimov.control_rate import DAMP_KD
 from vasimov.faults import FaultError, FaultRequest, affected_joints, from_fields
 from vasimov.realism import describe, parse_realism
-from vasimov.ros import qos, topics
+from vasimov.ros import node_names, qos, topics
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import make_executor, ros_session
@@ -120,7 +120,7 @@ class Answer:
 class PlantNode(Node):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
-        super().__init__(topics.PLANT_NODE, **node_options)
+        super().__init__(node_names.PLANT, **node_options)
         self.p = declare(self, PARAMS)
         self.decimation = int(self.p["control_decimation"])
         scene = parse_scene(self.p["scene"], seed=int(self.p["seed"]))  # SceneError: a configuration error

@@ -50,7 +50,7 @@ from vasimov.cpu_priority import renice_all_threads
 from vasimov.large_buffers import unmap_large_buffers
 from vasimov.realism import RealismError, parse_realism
 from vasimov.realism import describe as realism_describe
-from vasimov.ros import qos, topics
+from vasimov.ros import node_names, qos, topics
 from vasimov.ros.batch_take import spin_once_batched
 from vasimov.ros.lockstep import announce_ready, resolved
 from vasimov.ros.message_types import MessageTypeError, message_class
@@ -98,7 +98,6 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("config_dir", "", "Directory whose *.yaml are hashed into provenance ('' = the installed config/)."),
 )
 
-PLANT_NODE = "plant"
 #: the camera's raw images (any camera, any namespace): left out of a bag unless ``camera_raw``
 RAW_CAMERA_IMAGE = re.compile(r"(^|/)camera/[^/]+/(color|depth)/image_raw$")
 #: DDS-side depth of an image subscription: 2 s of 15 Hz frames, not `subscription_depth` frames of 300 kB each
@@ -267,7 +266,7 @@ class RecorderNode(Node):
         scene_text = self.p["scene"]
         realism_text = self.p["realism"]
         if seed < 0 or not mode or not scene_text or not realism_text:
-            got = self._ask(executor, PLANT_NODE, ["seed", "lockstep", "scene", "realism"])
+            got = self._ask(executor, node_names.PLANT, ["seed", "lockstep", "scene", "realism"])
             if seed < 0:
                 seed = got.get("seed", -1)
             if not scene_text:

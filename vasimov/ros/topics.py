@@ -1,9 +1,5 @@
 """Every topic name of the graph, in one place. Nodes and tests import these; nothing repeats the strings."""
 
-# node names (the launch file's `name:`), for a publisher that must know *who* has matched, not only how many
-PLANT_NODE = "plant"
-EDGE_NODE = "edge"
-
 CLOCK = "/clock"
 JOINT_STATES = "/joint_states"
 IMU = "/imu"
