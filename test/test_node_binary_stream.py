@@ -20,7 +20,7 @@ from rosprobe import RosProbe
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 from websockets.sync.client import connect
 
-from vasimov.ros import qos, topics
+from vasimov.ros import node_names, qos, topics
 from vasimov_bridge import binary_stream as bs
 from vasimov_bridge.binary_stream import CommandKind, CommandPacket, StateFlags
 
@@ -46,7 +46,7 @@ def _next_frame(ws, cond, timeout: float, what: str) -> bs.StateFrame:
 def test_states_in_packets_out_commands_back(node_factory):
     node = node_factory("binary_stream_node", {"lockstep": False, "port": 0, "cpu_nice": 0},
                         config="binary_stream")
-    probe = RosProbe(node.domain)
+    probe = RosProbe(node.domain, name=node_names.EDGE)  # the test reads commands as the firmware does
     try:
         url = "ws://{}:{}".format(*node.wait_log(READY).groups())
         sub = probe.subscribe(topics.ROBOT_COMMAND, RobotCommandMsg, qos.COMMANDS)

@@ -26,7 +26,7 @@ from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
 from vasimov.camera import HEAD_OPTICAL_FRAME
 from vasimov.model.urdf import link_names
-from vasimov.ros import qos, topics
+from vasimov.ros import node_names, qos, topics
 
 pytestmark = pytest.mark.node
 
@@ -40,7 +40,7 @@ def _ns(stamp) -> int:
 def test_states_to_channels_teleop_and_parameters(node_factory):
     node = node_factory("foxglove_bridge_node", {"lockstep": False, "port": 0, "cpu_nice": 0,
                                                   "discovery_period": 0.2}, config="foxglove_bridge")
-    probe = RosProbe(node.domain, name="peer")
+    probe = RosProbe(node.domain, name=node_names.EDGE)  # the test reads commands as the firmware does
     probe.node.declare_parameter("gain", 1.5)
     client = None
     try:
@@ -106,7 +106,7 @@ def test_states_to_channels_teleop_and_parameters(node_factory):
             wait_for(lambda: any("NOT_ALLOWED" in s for s in client.status_texts()), 10, "the refusal status")
 
             # parameters: the bridge's own, and a peer's read and set through the bridge
-            client.get_parameters(["/foxglove_bridge.tf_rate_hz", "/peer.gain"], "read")
+            client.get_parameters(["/foxglove_bridge.tf_rate_hz", "/edge.gain"], "read")
 
             def values(request_id: str) -> dict[str, object] | None:
                 reply = client.reply(request_id)
@@ -114,15 +114,15 @@ def test_states_to_channels_teleop_and_parameters(node_factory):
 
             def read_both() -> dict[str, object] | None:
                 v = values("read")
-                if v is not None and "/peer.gain" not in v:  # the peer's parameters are read on discovery
+                if v is not None and "/edge.gain" not in v:  # the peer's parameters are read on discovery
                     client.parameter_replies.clear()
-                    client.get_parameters(["/foxglove_bridge.tf_rate_hz", "/peer.gain"], "read")
+                    client.get_parameters(["/foxglove_bridge.tf_rate_hz", "/edge.gain"], "read")
                     return None
                 return v
 
             got_values = wait_for(read_both, 20, "both parameters", poll=0.3)
-            assert got_values == {"/foxglove_bridge.tf_rate_hz": 50.0, "/peer.gain": 1.5}, got_values
-            client.set_parameters([{"name": "/peer.gain", "value": 2.5, "type": "float64"}], "set")
+            assert got_values == {"/foxglove_bridge.tf_rate_hz": 50.0, "/edge.gain": 1.5}, got_values
+            client.set_parameters([{"name": "/edge.gain", "value": 2.5, "type": "float64"}], "set")
             wait_for(lambda: probe.node.get_parameter("gain").value == 2.5, 20, "the peer's parameter set")
     finally:
         if client is not None:

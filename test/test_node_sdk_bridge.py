@@ -55,7 +55,7 @@ def bridge(node_factory):
     node = node_factory("sdk_bridge_node", {"lockstep": False, "command_port": 0, "http_port": 0,
                                             "state_port": receiver.port, "robot_os_version": "0.2.7"},
                         config="sdk_bridge")
-    probe = RosProbe(node.domain)
+    probe = RosProbe(node.domain, name=node_names.EDGE)  # the test reads commands as the firmware does
     try:
         m = node.wait_log(READY.pattern)
         yield node, probe, receiver, int(m.group(1)), f"http://{HOST}:{m.group(2)}"

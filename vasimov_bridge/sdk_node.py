@@ -56,6 +56,7 @@ from vasimov.ros.convert import to_stamp
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.plant_samples import PlantSample, Truth, unpack
 from vasimov.ros.ratelog import RateLimitedLog
+from vasimov.ros.readers import unmatched_readers
 from vasimov.ros.spin import run_node
 from vasimov_bridge import sdk_wire
 from vasimov_bridge.http_api import HttpApi, HttpConfig, HttpError, Request, Response, parse_push
@@ -429,23 +430,13 @@ class SdkBridgeNode(Node):
         of the nodes that act on it (`listeners`) have matched, so a client can retry instead of believing a request
         that never arrived. A count alone is not enough: the edge subscribes too, and matched first it once let an
         inject through that the plant never heard (CI, a graph a moment after start)."""
-        missing = self._unmatched(listeners)
+        missing = unmatched_readers(self, self.pub_sim, listeners)
         if missing:
             raise HttpError(503, f"the {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not connected "
                                  "yet; retry")
         if self.last_plant is not None:
             to_stamp(self.last_plant.time, m.stamp)
         self.pub_sim.publish(m)
-
-    def _unmatched(self, listeners: tuple[str, ...]) -> list[str]:
-        """The nodes of `listeners` whose sim-control subscription is not yet discovered, or all of them while fewer
-        readers than that have matched this publisher. The topic is the publisher's resolved name: under a
-        launch namespace it is remapped."""
-        seen = {info.node_name for info in self.get_subscriptions_info_by_topic(self.pub_sim.topic_name)}
-        missing = [name for name in listeners if name not in seen]
-        if not missing and self.pub_sim.get_subscription_count() < len(listeners):
-            return list(listeners)
-        return missing
 
     def http_counters(self, req: Request) -> Any:
         fw = self.fw

@@ -6,6 +6,10 @@ firmware's reader has matched the writer is simply lost -- and an inlet opens to
 its node starts, while DDS discovery may still be pairing the writer with the edge. `menlo stand` typed at that
 moment lost its STAND. Every command inlet publishes through one of these.
 
+"A reader" means the node that acts on the commands (the edge, by name), not any reader: with `vasimov up --record`
+the recorder also reads the command topics and may match first, and a count alone then let a STAND through that only
+the bag heard (the same race the SDK bridge's sim requests had).
+
 Thread-safe: inlets publish from their network threads; `flush()` runs on the node's executor (a timer).
 """
 
@@ -18,6 +22,9 @@ from typing import Any
 
 from rclpy.clock import Clock, ClockType
 
+from vasimov.ros import node_names
+from vasimov.ros.readers import unmatched_readers
+
 #: messages kept while no reader has matched: ten seconds of an SDK's 10 Hz keepalive
 MAX_WAITING = 100
 FLUSH_PERIOD_S = 0.02
@@ -27,8 +34,11 @@ class CommandOutbox:
     """Wraps a publisher: `publish()` sends at once when a reader is matched and nothing is waiting, else queues."""
 
     def __init__(self, node: Any, publisher: Any, warn: Callable[[str, str], None],
-                 max_waiting: int = MAX_WAITING) -> None:
+                 max_waiting: int = MAX_WAITING, reader: str = node_names.EDGE) -> None:
+        self.node = node
         self.publisher = publisher
+        self.reader = reader
+        self.reader_seen = False  # the reader has matched once (from then on a count above zero suffices)
         self.warn = warn
         self.max_waiting = max_waiting
         self.waiting: deque[Any] = deque()
@@ -39,7 +49,7 @@ class CommandOutbox:
 
     def publish(self, msg: Any) -> None:
         with self.lock:
-            if self.waiting or self.publisher.get_subscription_count() == 0:
+            if self.waiting or not self.reader_matched():
                 if len(self.waiting) >= self.max_waiting:
                     self.waiting.popleft()
                     self.dropped += 1
@@ -52,11 +62,20 @@ class CommandOutbox:
 
     def flush(self) -> None:
         """Send what waits, in order, once a reader has matched."""
-        if not self.waiting or self.publisher.get_subscription_count() == 0:
+        if not self.waiting or not self.reader_matched():
             return
         with self.lock:  # a message arriving meanwhile queues behind these: order kept
             while self.waiting:
                 self.publisher.publish(self.waiting.popleft())
+
+    def reader_matched(self) -> bool:
+        """The acting node's reader has matched (``vasimov.ros.readers``); asked of the graph only until it first
+        has, then a match count above zero suffices (the query is not free, and a flood publishes here thousands of
+        times a second)."""
+        if self.reader_seen:
+            return self.publisher.get_subscription_count() > 0
+        self.reader_seen = not unmatched_readers(self.node, self.publisher, (self.reader,))
+        return self.reader_seen
 
     @property
     def counters(self) -> dict[str, int]:
