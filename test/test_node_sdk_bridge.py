@@ -149,44 +149,40 @@ def test_sdk_commands_in_robot_commands_out_and_sim_requests(bridge):
     assert probe.last(topics.ROBOT_COMMAND).kind == RobotCommandMsg.KIND_VELOCITY, "garbage reached the graph"
 
     # a sim request is refused (503, retry) until the node that acts on it has matched: this probe's reader is not it
-    push = {"body": "pelvis_link", "force": [30, 0, -5], "duration": 0.2}
-    status, reply = http("POST", f"{api}/api/sim/push", push)
+    push_body = {"body": "pelvis_link", "force": [30, 0, -5], "duration": 0.2}
+    status, reply = http("POST", f"{api}/api/sim/push", push_body)
     assert status == 503 and "plant is not connected" in reply["error"], reply
     plant = RosProbe(node.domain, name=node_names.PLANT)
     try:
         plant_sub = plant.subscribe(topics.SIM_CONTROL, SimControl, qos.COMMANDS)
         wait_for(lambda: publishers_matched(plant_sub), 40, "the plant's sim-control reader to match")
         # the bridge's writer may see the reader a moment after the reader sees it: retry through 503, as clients do
-        status, reply = wait_for(lambda: (r := http("POST", f"{api}/api/sim/push", push))[0] != 503 and r, 20,
+        status, reply = wait_for(lambda: (r := http("POST", f"{api}/api/sim/push", push_body))[0] != 503 and r, 20,
                                  "the push accepted")
-        _assert_requests_and_fault_refusals(node, probe, fault, api, status, reply)
+        # simulator requests become sim-control messages for the plant; bad ones are answered with the rule broken
+        assert status == 202 and reply["pushing"], reply
+        status, reply = http("POST", f"{api}/api/sim/push", {"body": "tail_link", "force": [30, 0, 0], "duration": 0.2})
+        assert status == 404 and "pelvis_link" in json.dumps(reply), reply
+        status, reply = http("POST", f"{api}/api/sim/push", {"body": "pelvis_link", "force": [1e4, 0, 0],
+                                                             "duration": 0.2})
+        assert status == 400, reply
+        status, _ = http("POST", f"{api}/api/sim/restart", {})
+        assert status == 202
+        sims = wait_for(lambda: len(m := probe.all(topics.SIM_CONTROL)) >= 2 and m, 20, "two sim-control messages")
+        push, restart = sims
+        assert (push.action, push.body, list(push.force), push.duration) == (SimControl.ACTION_PUSH, "pelvis_link",
+                                                                           [30.0, 0.0, -5.0], 0.2)
+        assert restart.action == SimControl.ACTION_RESTART
+
+        # a physics fault of this life: pushes and injections are refused (409) until a restart
+        fault.publish(PlantFault(step=12, kind="non_finite", message="qpos is NaN", epoch=0))
+        wait_for(lambda: http("GET", f"{api}/api/sim/counters")[1]["plant_fault"], 20, "the fault in the counters")
+        status, reply = http("POST", f"{api}/api/sim/inject", {"fault": "non_finite"})
+        assert status == 409 and "non_finite" in json.dumps(reply), reply
+        assert probe.count(topics.SIM_CONTROL) == 2
+        node.wait_log(r"plant fault in life 0: non_finite: qpos is NaN", 10)
     finally:
         plant.close()
-
-
-def _assert_requests_and_fault_refusals(node, probe, fault, api, status, reply) -> None:
-    """Simulator requests become sim-control messages for the plant; bad ones are answered with the rule broken."""
-    assert status == 202 and reply["pushing"], reply
-    status, reply = http("POST", f"{api}/api/sim/push", {"body": "tail_link", "force": [30, 0, 0], "duration": 0.2})
-    assert status == 404 and "pelvis_link" in json.dumps(reply), reply
-    status, reply = http("POST", f"{api}/api/sim/push", {"body": "pelvis_link", "force": [1e4, 0, 0],
-                                                         "duration": 0.2})
-    assert status == 400, reply
-    status, _ = http("POST", f"{api}/api/sim/restart", {})
-    assert status == 202
-    sims = wait_for(lambda: len(m := probe.all(topics.SIM_CONTROL)) >= 2 and m, 20, "two sim-control messages")
-    push, restart = sims
-    assert (push.action, push.body, list(push.force), push.duration) == (SimControl.ACTION_PUSH, "pelvis_link",
-                                                                       [30.0, 0.0, -5.0], 0.2)
-    assert restart.action == SimControl.ACTION_RESTART
-
-    # a physics fault of this life: pushes and injections are refused (409) until a restart
-    fault.publish(PlantFault(step=12, kind="non_finite", message="qpos is NaN", epoch=0))
-    wait_for(lambda: http("GET", f"{api}/api/sim/counters")[1]["plant_fault"], 20, "the fault in the counters")
-    status, reply = http("POST", f"{api}/api/sim/inject", {"fault": "non_finite"})
-    assert status == 409 and "non_finite" in json.dumps(reply), reply
-    assert probe.count(topics.SIM_CONTROL) == 2
-    node.wait_log(r"plant fault in life 0: non_finite: qpos is NaN", 10)
 
 
 def test_a_late_firmware_part_of_an_answered_tick_is_never_reported_as_a_stall(bridge):

@@ -333,7 +333,7 @@ def test_two_namespaced_twins_side_by_side(workspace: Workspace) -> None:
         for port in (3000, 4000):
             truth = http_json_when_ready(f"http://127.0.0.1:{port}/api/sim/truth", timeout=30.0)
             assert truth["sim_time"] >= 0.0 and len(truth["base_pos"]) == 3
-            # a sim request waits for that twin's own plant on its (namespaced) topic, then is accepted
+            # each twin accepts a push (its bridge looks for its plant on its own, namespaced sim-control topic)
             push = http_json_when_ready(f"http://127.0.0.1:{port}/api/sim/push",
                                         {"body": "pelvis_link", "force": [5, 0, 0], "duration": 0.1}, timeout=30.0)
             assert push["pushing"]

@@ -292,7 +292,7 @@ class EdgeNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node("edge", EdgeNode, args, config_errors=(ValueError, command_script.ScriptError))
+    return run_node(node_names.EDGE, EdgeNode, args, config_errors=(ValueError, command_script.ScriptError))
 
 
 if __name__ == "__main__":

@@ -93,9 +93,10 @@ def cmd_up(ns: argparse.Namespace) -> int:
         except ValueError as exc:  # e.g. VASIMOV_DDS set to something else than loopback/network
             print(f"vasimov up: {exc}", file=sys.stderr)
             return 2
+    from vasimov.ros import node_names
     from vasimov_tools.supervisor import Supervisor
 
-    primary = "plant" if float(desc.args.get("duration", "0") or 0) > 0 else None
+    primary = node_names.PLANT if float(desc.args.get("duration", "0") or 0) > 0 else None
     try:
         supervisor = Supervisor(desc, primary=primary)
     except ValueError as exc:  # e.g. VASIMOV_DDS set to something else than loopback/network
