@@ -35,7 +35,6 @@ from functools import cache
 from typing import Any
 
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from std_msgs.msg import String
 from vasimov_msgs.msg import FirmwareState, PlantFault, PlantSamples, SdkDatagram, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
@@ -53,6 +52,7 @@ from vasimov.ros import node_names, qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.command_outbox import CommandOutbox
 from vasimov.ros.convert import to_stamp
+from vasimov.ros.lean_node import LeanNode
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.plant_samples import PlantSample, Truth, unpack
 from vasimov.ros.ratelog import RateLimitedLog
@@ -99,7 +99,7 @@ PARAMS: tuple[ParamSpec, ...] = (
 )
 
 
-class SdkBridgeNode(Node):
+class SdkBridgeNode(LeanNode):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
         super().__init__("sdk_bridge", **node_options)

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Twist
-from rclpy.node import Node
 from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantFault, PlantState, PolicyStep, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
@@ -26,6 +25,7 @@ from vasimov.faults import FaultError, from_fields
 from vasimov.frames import projected_gravity
 from vasimov.ros import node_names, qos, topics
 from vasimov.ros.command_msgs import from_msg
+from vasimov.ros.lean_node import LeanNode
 from vasimov.ros.lockstep import join_lockstep
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
@@ -52,7 +52,7 @@ PARAMS: tuple[ParamSpec, ...] = (
 )
 
 
-class EdgeNode(Node):
+class EdgeNode(LeanNode):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
         super().__init__(node_names.EDGE, **node_options)

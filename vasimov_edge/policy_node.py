@@ -12,12 +12,12 @@ import time
 from typing import Any
 
 import numpy as np
-from rclpy.node import Node
 from vasimov_msgs.msg import FirmwareState, PlantState, PolicyStep
 
 from vasimov.frames import projected_gravity
 from vasimov.ros import qos, topics
 from vasimov.ros.convert import from_stamp
+from vasimov.ros.lean_node import LeanNode
 from vasimov.ros.lockstep import join_lockstep
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
@@ -33,7 +33,7 @@ PARAMS: tuple[ParamSpec, ...] = (
 )
 
 
-class PolicyNode(Node):
+class PolicyNode(LeanNode):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
         super().__init__("policy", **node_options)

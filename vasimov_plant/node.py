@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException
-from rclpy.node import Node
 from vasimov_msgs.msg import MotorCommand, PlantFault, SimControl
 
 from vasimov import joints
@@ -40,6 +39,7 @@ from vasimov.control_rate import DAMP_KD
 from vasimov.faults import FaultError, FaultRequest, affected_joints, from_fields
 from vasimov.realism import describe, parse_realism
 from vasimov.ros import node_names, qos, topics
+from vasimov.ros.lean_node import LeanNode
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import make_executor, ros_session
@@ -117,7 +117,7 @@ class Answer:
     gantry_lowering: bool
 
 
-class PlantNode(Node):
+class PlantNode(LeanNode):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
         super().__init__(node_names.PLANT, **node_options)

@@ -10,7 +10,10 @@ moment lost its STAND. Every command inlet publishes through one of these.
 the recorder also reads the command topics and may match first, and a count alone then let a STAND through that only
 the bag heard (the same race the SDK bridge's sim requests had).
 
-Thread-safe: inlets publish from their network threads; `flush()` runs on the node's executor (a timer).
+Thread-safe: inlets publish from their network threads; `flush()` runs on the node's executor (a timer). The timer
+runs only while commands wait (before the edge's reader has matched, or while the edge is gone). Idle, it is
+cancelled: a 50 Hz timer was 50 executor wake-ups a second in every inlet node (two in the
+Foxglove bridge), each a rebuild of rclpy's wait set, for nothing (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class CommandOutbox:
         self.dropped = 0  # cumulative: oldest waiting messages dropped past max_waiting
         self.lock = threading.Lock()
         self.timer = node.create_timer(FLUSH_PERIOD_S, self.flush, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.timer.cancel()  # started by the first message that has to wait
 
     def publish(self, msg: Any) -> None:
         with self.lock:
@@ -57,16 +61,29 @@ class CommandOutbox:
                                         "waiting commands dropped")
                 self.waiting.append(msg)
                 self.held += 1
+                if self.timer.is_canceled():
+                    self.timer.reset()  # flush() runs again until the queue is out
                 return
         self.publisher.publish(msg)
 
     def flush(self) -> None:
-        """Send what waits, in order, once a reader has matched."""
-        if not self.waiting or not self.reader_matched():
+        """Send what waits, in order, once a reader has matched; with nothing left waiting, stop the timer
+        (``publish`` restarts it when a message has to wait)."""
+        with self.lock:
+            if not self.waiting:
+                self.timer.cancel()
+                return
+        if not self.reader_matched():
             return
         with self.lock:  # a message arriving meanwhile queues behind these: order kept
             while self.waiting:
                 self.publisher.publish(self.waiting.popleft())
+            self.timer.cancel()
+
+    @property
+    def idle(self) -> bool:
+        """The flush timer is stopped (nothing waits)."""
+        return self.timer.is_canceled()
 
     def reader_matched(self) -> bool:
         """The acting node's reader has matched (``vasimov.ros.readers``); asked of the graph only until it first
