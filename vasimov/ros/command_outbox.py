@@ -12,8 +12,8 @@ the bag heard (the same race the SDK bridge's sim requests had).
 
 Thread-safe: inlets publish from their network threads; `flush()` runs on the node's executor (a timer). The timer
 runs only while commands wait (before the edge's reader has matched, or while the edge is gone). Idle, it is
-cancelled: a 50 Hz timer was 50 executor wake-ups a second in every inlet node (two in the
-Foxglove bridge), each a rebuild of rclpy's wait set, for nothing (docs/performance.md).
+cancelled: a running 50 Hz timer was 50 executor wake-ups a second in every inlet node (two in the Foxglove bridge),
+each a rebuild of rclpy's wait set, for nothing (docs/performance.md).
 """
 
 from __future__ import annotations
