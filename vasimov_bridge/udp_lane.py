@@ -8,8 +8,8 @@ this follows (``docs/menlo_sdk_contract.md`` section 1.1):
 * there is no verdict channel: a bad datagram is dropped, counted by reason, and logged at a bounded rate.
 
 Load behaviour (a flood must cost the graph as little as possible, and never starve the closed loop): the receive
-socket is non-blocking with a small kernel buffer, and the thread reads at most ``batch_max`` datagrams per wake-up
-and wakes at most once per ``batch_period_s`` while datagrams keep coming, so its CPU is bounded whatever arrives;
+socket is non-blocking with a small kernel buffer, and the thread reads at most ``batch_max`` datagrams in any
+``batch_period_s`` window (then sleeps out the window), so its CPU is bounded whatever arrives and however it is paced;
 the rest is dropped by the kernel, counted from the socket's own counter (``socket_drops``). Of what it reads, each
 sender may have ``max_decodes_per_source_s`` datagrams decoded (over that they are dropped before parsing, the
 cheapest drop; valid or not), and valid commands pass a ``CommandGate`` (per-sender budget, newest velocity wins,
@@ -73,8 +73,8 @@ class UdpLaneConfig:
     #: Kernel receive buffer: ~100 small datagrams, i.e. at most ~15 ms of queue at the read cap below; excess is
     #: dropped by the OS (and counted), so memory and command latency stay flat whatever arrives.
     recv_buffer_bytes: int = 64 * 1024
-    #: Datagrams read per wake-up, and the shortest time between wake-ups while datagrams keep arriving: together
-    #: the most this lane ever reads (6400/s), i.e. the most CPU a flood can take from this process.
+    #: Datagrams read per window of ``batch_period_s`` (the window restarts at the first read after it ends):
+    #: together the most this lane ever reads (6400/s), i.e. the most CPU a flood can take from this process.
     batch_max: int = 64
     batch_period_s: float = 0.01
     #: Datagrams one sender may have decoded per second (burst: a quarter of it); over it they are dropped unread.
@@ -323,6 +323,7 @@ class UdpLane:
         poller = select.poll()
         poller.register(rx, select.POLLIN)
         link = self._command_link
+        window_start, window_read = time.monotonic(), 0
         while not self._stop.is_set():
             now = time.monotonic()
             due = self.gate.next_due(now)
@@ -337,8 +338,13 @@ class UdpLane:
                 self._arrive_commands(now)
                 self._forward_due(now)
                 continue
+            # The read cap is a window, not a per-wake count: a reader that keeps pace with a fast sender (reading
+            # a few datagrams per wake and never finding a full batch) must not read past batch_max per period.
+            now = time.monotonic()
+            if now - window_start >= cfg.batch_period_s:
+                window_start, window_read = now, 0
             batch: list[tuple[bytes, Peer]] = []
-            while len(batch) < cfg.batch_max:
+            while window_read + len(batch) < cfg.batch_max:
                 try:
                     data, peer = rx.recvfrom(_RECV_BYTES)
                 except BlockingIOError:
@@ -361,9 +367,11 @@ class UdpLane:
                 for data, peer in batch:
                     self._handle_datagram(data, peer, now)
             self._forward_due(now)
-            if len(batch) >= cfg.batch_max:
-                # more is waiting: a flood. Let it queue (and overflow, counted by the kernel) rather than spin.
-                self._stop.wait(cfg.batch_period_s)
+            window_read += len(batch)
+            if window_read >= cfg.batch_max:
+                # this period's reads are spent: a flood. Let it queue (and overflow, counted by the kernel) rather
+                # than spin, until the window ends.
+                self._stop.wait(max(0.0, window_start + cfg.batch_period_s - time.monotonic()))
 
     def _arrive_commands(self, now: float) -> None:
         """Command datagrams the impaired link delivers by ``now``, handled as if they had just been read."""
