@@ -9,10 +9,11 @@ the simulated time; a shared machine disturbs the ratios least, so compare ratio
 Figures only; asserts nothing. (re-runs itself in a private network namespace when root: the SDK's ports are fixed)
 
 Usage: .venv/bin/python bench/realtime_cost.py [--seconds 20] [--sim-seconds 20] [--no-walk]
-       [--against NAME:=VALUE ...] [--pairs N]
+       [--against NAME:=VALUE ...] [--against-env VAR=VALUE ...] [--pairs N]
 
-``--against`` adds a second variant of the graph (the default launch with those launch arguments); each run of the
-default is then followed by one of the variant, ``--pairs`` times, alternating, so a change is judged before vs
+``--against`` adds a second variant of the graph (the default launch with those launch arguments, and/or with those
+environment variables for every node: ``--against-env VASIMOV_EXECUTOR=single``); each run of the default is then
+followed by one of the variant, ``--pairs`` times, alternating, so a change is judged before vs
 after in one session (the machine's drift lands on both sides).
 """
 
@@ -40,9 +41,11 @@ API = "http://127.0.0.1:3000"
 TARGET_IDLE, TARGET_CLIENT = 4.0, 6.0  # issue 24: graph CPU per simulated second <= these x the single-process loop
 
 
-def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...] = ()) -> dict:
+def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...] = (),
+            env: dict[str, str] | None = None) -> dict:
     log = tempfile.NamedTemporaryFile(prefix="vasimov-rtcost-", suffix=".log", delete=False)  # noqa: SIM115
-    proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", *launch_args], env=graph_env(domain), stdout=log,
+    proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", *launch_args], env={**graph_env(domain), **(env or {})},
+                            stdout=log,
                             stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     out = lambda: Path(log.name).read_text(errors="replace")  # noqa: E731
     result: dict = {"walk": walk}
@@ -97,10 +100,16 @@ def main() -> int:
     ap.add_argument("--no-walk", action="store_true", help="idle only")
     ap.add_argument("--against", nargs="+", default=[], metavar="NAME:=VALUE",
                     help="launch arguments of a second variant, run alternately with the default")
+    ap.add_argument("--against-env", nargs="+", default=[], metavar="VAR=VALUE",
+                    help="environment of a second variant (e.g. VASIMOV_EXECUTOR=single), run alternately")
     ap.add_argument("--pairs", type=int, default=1, help="default/variant pairs (with --against)")
     ns = ap.parse_args()
     if any(":=" not in a for a in ns.against):
         ap.error("--against takes launch arguments written NAME:=VALUE")
+    if any("=" not in a or ":=" in a for a in ns.against_env):
+        ap.error("--against-env takes environment variables written VAR=VALUE")
+    against_env = dict(a.split("=", 1) for a in ns.against_env)
+    variant = bool(ns.against or against_env)
     _in_private_netns()
     from vasimov_edge.policy.synthetic import make_mlp_policy
 
@@ -111,14 +120,14 @@ def main() -> int:
     runs = [("idle (no client)", False, TARGET_IDLE)]
     if not ns.no_walk:
         runs.append(("menlo walking the robot", True, TARGET_CLIENT))
-    variants: list[tuple[str, tuple[str, ...]]] = [("default", ())]
-    if ns.against:
-        variants.append((" ".join(ns.against), tuple(ns.against)))
-    plan = [(f"{label}, {name}", walk, target, args)
-            for _ in range(max(1, ns.pairs) if ns.against else 1)
-            for label, walk, target in runs for name, args in variants]
-    for i, (label, walk, target, args) in enumerate(plan):
-        r = one_run(ns.seconds, walk, 120 + i % 50, args)
+    variants: list[tuple[str, tuple[str, ...], dict[str, str]]] = [("default", (), {})]
+    if variant:
+        variants.append((" ".join([*ns.against, *ns.against_env]), tuple(ns.against), against_env))
+    plan = [(f"{label}, {name}", walk, target, args, env)
+            for _ in range(max(1, ns.pairs) if variant else 1)
+            for label, walk, target in runs for name, args, env in variants]
+    for i, (label, walk, target, args, env) in enumerate(plan):
+        r = one_run(ns.seconds, walk, 120 + i % 50, args, env)
         p = r.get("plant", {})
         ratio = r["cpu_per_sim_s"] / single_cpu
         print(f"real time, {label}, {r['wall_s']:.0f} s: graph CPU {r['cpu_per_sim_s']:.3f} s per simulated second "
@@ -128,8 +137,8 @@ def main() -> int:
               f"control period p99 {p.get('period_p99_ms', float('nan')):.2f} ms", flush=True)
         print("  CPU s per process over the window: " + ", ".join(f"{k} {v:.2f}" for k, v in
                                                                 sorted(r["cpu_seconds"].items(), key=lambda x: -x[1])))
-        print(json.dumps({**r, "launch_args": list(args), "single_cpu_per_sim_s": single_cpu, "cpu_ratio": ratio}),
-              flush=True)
+        print(json.dumps({**r, "launch_args": list(args), "env": env, "single_cpu_per_sim_s": single_cpu,
+                          "cpu_ratio": ratio}), flush=True)
     return 0
 
 

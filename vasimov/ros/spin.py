@@ -22,27 +22,37 @@ EXIT_CONFIG = 2
 
 
 def make_executor(node: Any = None) -> Any:
-    """rclpy's EventsExecutor (C++: no Python wait set rebuilt per callback) for a node that can run on it; the
-    classic SingleThreadedExecutor for one that cannot: guard conditions (the Foxglove bridge, the binary stream),
-    which the EventsExecutor refuses, or a batching observer (``node.batch_period`` > 0), which takes its messages
-    past the executor (``vasimov.ros.batch_take``). ``VASIMOV_EXECUTOR=single`` forces the classic one everywhere,
-    ``events`` the EventsExecutor (for comparison runs; bench/executor_cost.py). Measured per node: docs/performance.md.
-    (An earlier rclpy-9.1.2 trial of the EventsExecutor in every process stalled lockstep's first tick and ignored
-    SIGINT; both were the guard-condition nodes and rclpy's own signal handler, which ``ros_session`` replaced.)
+    """The executor a node process spins on, by ``VASIMOV_EXECUTOR``:
 
-    The default is the classic executor everywhere (``single``); ``VASIMOV_EXECUTOR=auto`` opts into the above. Why:
-    with ``auto`` a clean-clone CI run of 2026-12-04 stalled a lockstep graph's first tick again (the plant published
-    tick 0, all participants were ready, no motor command came within 20 s; 1 of 3 full suites), and an edge process
-    stopped for 3 s with SIGSTOP never published again after SIGCONT (test_truth_under_faults), so the EventsExecutor
-    stays opt-in until that stall is understood and a test reproduces it."""
-    choice = os.environ.get("VASIMOV_EXECUTOR", "single") or "single"
-    if choice not in ("auto", "single", "events"):
-        raise ValueError(f"VASIMOV_EXECUTOR={choice!r}: expected auto, single or events")
+    * ``loop`` (the default): ``vasimov.ros.wait_loop.WaitLoopExecutor``, one wait set kept across wake-ups and
+      callbacks called directly (measured in docs/performance.md), for the control loop's nodes (``LeanNode``: the
+      plant, the edge, the policy runner, the SDK bridge); the observers (Foxglove bridge, binary stream, camera)
+      keep rclpy's classic executor, whose cost there is small and whose task machinery their clients use;
+    * ``single``: rclpy's classic SingleThreadedExecutor everywhere;
+    * ``auto``: rclpy's C++ EventsExecutor for nodes without guard conditions or batched takes, else the classic one;
+      ``events`` forces it (for comparison runs; bench/executor_cost.py).
+
+    Why the EventsExecutor is not the default: with it a clean-clone CI run of 2026-12-04 stalled a lockstep graph's
+    first tick (the plant published tick 0, all participants were ready, no motor command came within 20 s; 1 of 3
+    full suites), and an edge process stopped for 3 s with SIGSTOP never published again after SIGCONT
+    (test_truth_under_faults); neither is understood. The wait loop runs on the same ``rcl_wait`` as the classic
+    executor, so it cannot have a failure mode the classic one does not."""
+    choice = os.environ.get("VASIMOV_EXECUTOR", "loop") or "loop"
+    if choice not in ("loop", "auto", "single", "events"):
+        raise ValueError(f"VASIMOV_EXECUTOR={choice!r}: expected loop, auto, single or events")
+    context = None if node is None else node.context
+    if choice == "loop":
+        from vasimov.ros.lean_node import LeanNode
+        from vasimov.ros.wait_loop import WaitLoopExecutor
+
+        if node is None or isinstance(node, LeanNode):
+            return WaitLoopExecutor(context=context)
+        return SingleThreadedExecutor(context=context)
     if choice == "single" or (choice == "auto" and node is not None and not events_capable(node)):
-        return SingleThreadedExecutor()
+        return SingleThreadedExecutor(context=context)
     from rclpy.experimental import EventsExecutor
 
-    return EventsExecutor()
+    return EventsExecutor(context=context)
 
 
 def events_capable(node: Any) -> bool:
