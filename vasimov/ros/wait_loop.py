@@ -14,8 +14,9 @@ This executor does the same waiting through the same ``rcl`` calls, and only wha
   ``add_node``/``remove_node`` do the same);
 * each wake-up clears the wait set, re-adds the handles (``rcl_wait`` nulls the ones that were not ready), waits
   with the caller's timeout (``rcl_wait`` itself shortens it to the next timer), and runs every ready callback in
-  the order rclpy's executor would yield them: per node, timers, then subscriptions (one message each), guard
-  conditions, services and waitables.
+  the order rclpy's executor would yield them: waitables, then timers, subscriptions (one message each), guard
+  conditions, service clients and services (with several nodes, rclpy goes node by node; here each kind goes across
+  the nodes in turn: the node processes run one node each).
 
 Ordering, fairness and what a callback sees are those of the classic executor, so lockstep stays bit-identical (a
 test compares). Single-threaded by design: callback groups are not consulted (with one thread there is nothing to
@@ -198,6 +199,10 @@ class WaitLoopExecutor(Executor):
         guards_ready = ws.get_ready_entities("guard_condition")
         clients_ready = ws.get_ready_entities("client")
         services_ready = ws.get_ready_entities("service")
+        for w in waitables_ready:  # rclpy's executor yields these first, still inside its wait set's scope
+            with w:
+                data = w.take_data()
+            _run(w.execute(data))
         for ptr in timers_ready:
             tmr = plan.by_timer.get(ptr)
             if tmr is not None:
@@ -218,10 +223,6 @@ class WaitLoopExecutor(Executor):
             srv = plan.by_service.get(ptr)
             if srv is not None:
                 self._call_service(srv)
-        for w in waitables_ready:
-            with w:
-                data = w.take_data()
-            _run(w.execute(data))
         self._run_tasks()
 
     def _run_tasks(self) -> None:
