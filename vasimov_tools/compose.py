@@ -94,11 +94,12 @@ def check(desc: LaunchDescription) -> None:
     executor_choice()
 
 
-EXECUTORS = ("events", "single", "multi")
+EXECUTORS = ("events", "loop", "single", "multi")
 
 
 def executor_choice() -> str:
-    """The control executor: ``VASIMOV_EXECUTOR`` (events, the default here; single; multi), for comparison runs."""
+    """The control executor: ``VASIMOV_EXECUTOR`` (events, the default here; loop, the separate processes' default;
+    single; multi), for comparison runs."""
     choice = os.environ.get("VASIMOV_EXECUTOR", "events") or "events"
     if choice not in EXECUTORS:
         raise ComposeError(f"VASIMOV_EXECUTOR={choice!r}: expected one of {', '.join(EXECUTORS)}")
@@ -109,7 +110,8 @@ def make_executor(choice: str) -> Any:
     """An executor for the composed nodes. ``events``: rclpy's EventsExecutor (C++, no wait set rebuilt per
     callback; measured fastest, docs/architecture.md "Composed mode"); it has no guard conditions, so nodes that
     use them (the Foxglove bridge, the binary stream) run on the observer executor. ``single``: rclpy's
-    SingleThreadedExecutor. ``multi``: its MultiThreadedExecutor with two threads."""
+    SingleThreadedExecutor. ``multi``: its MultiThreadedExecutor with two threads. ``loop``:
+    ``vasimov.ros.wait_loop.WaitLoopExecutor`` (the separate node processes' default)."""
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 
     if choice == "events":
@@ -118,6 +120,10 @@ def make_executor(choice: str) -> Any:
         return EventsExecutor()
     if choice == "multi":
         return MultiThreadedExecutor(num_threads=2)
+    if choice == "loop":
+        from vasimov.ros.wait_loop import WaitLoopExecutor
+
+        return WaitLoopExecutor()
     return SingleThreadedExecutor()
 
 
