@@ -164,3 +164,33 @@ def test_bad_parameter_is_refused_at_start():
     assert code == 2, out[-2000:]
     assert "edge: cannot start: invalid parameter: stand_ramp_duration must be a number in [0.1, 10.0]" in out, out
     assert "Traceback" not in out
+
+
+def test_lockstep_resends_the_firmware_state_a_late_matched_reader_missed(node_factory):
+    """At lockstep start-up a reader can see the edge's firmware-state writer before that writer has matched the
+    reader (DDS discovers each side of a match on its own); the state sent meanwhile reaches nobody, and the policy
+    runner, which answers tick k only with the state after tick k-1, waited for ever (CI: "no motor command for tick
+    1 within 20 s"). Here the test is the plant and the policy runner: it answers tick 0, subscribes to the firmware
+    state only after the edge sent it, then sends tick 1 without an answer: the edge must send that state again."""
+    node = node_factory("edge_node", {"lockstep": True}, config="edge")
+    probe = RosProbe(node.domain)
+    try:
+        cmds = probe.subscribe(topics.MOTOR_COMMAND, MotorCommand, qos.LOOP)
+        ticks = probe.publisher(topics.PLANT_TICK, PlantState, qos.LOOP)
+        policy = probe.publisher(topics.POLICY_STEP, PolicyStep, qos.LOOP)
+        # the edge joins (reads ticks) once the policy's writer is there and its own writers matched what it knows
+        wait_for(lambda: publishers_matched(ticks, policy, cmds), 40, "the edge to join the lockstep graph")
+        tick0 = plant_state(0)
+        policy.publish(PolicyStep(stamp=tick0.stamp, tick=0, epoch=0, backend="test", target=POLICY_TARGET,
+                                  torque_ff=np.zeros(joints.NUM_POLICY_JOINTS)))
+        ticks.publish(tick0)
+        wait_for(lambda: probe.count(topics.MOTOR_COMMAND) >= 1, 20, "the edge's answer to tick 0")
+        late = probe.subscribe(topics.FIRMWARE_STATE, FirmwareState, qos.LOOP)  # after tick 0's state went out
+        wait_for(lambda: late.get_publisher_count() > 0, 20, "the late reader to see the edge's writer")
+        ticks.publish(plant_state(DECIMATION))  # tick 1, and no policy answer to it: the runner "waits"
+        wait_for(lambda: probe.count(topics.FIRMWARE_STATE) >= 1, 10, "the firmware state of tick 0, re-sent")
+        assert probe.all(topics.FIRMWARE_STATE)[0].tick == 0
+        node.wait_log(r"lockstep: no policy answer for tick 1 \d+\.\d s after firmware state 0 went out; re-sent", 10)
+        assert probe.count(topics.MOTOR_COMMAND) == 1, "tick 1 was decided without its policy answer"
+    finally:
+        probe.close()

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Twist
+from rclpy.clock import Clock, ClockType
 from vasimov_msgs.msg import Alert, FirmwareState, MotorCommand, PlantFault, PlantState, PolicyStep, SimControl
 from vasimov_msgs.msg import RobotCommand as RobotCommandMsg
 
@@ -52,6 +53,13 @@ PARAMS: tuple[ParamSpec, ...] = (
 )
 
 
+#: Lockstep: how often the edge checks whether the policy runner is stuck waiting for its firmware state, and after
+#: how long without an answer it re-sends that state (``EdgeNode._resend_if_policy_waits``). A lockstep tick takes
+#: milliseconds; the plant gives up after 20 s.
+RESEND_CHECK_S = 0.25
+RESEND_AFTER_S = 0.5
+
+
 class EdgeNode(LeanNode):
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
@@ -77,6 +85,8 @@ class EdgeNode(LeanNode):
         self.last_policy: PolicyStep | None = None
         self.policy_late = 0
         self.last_mode: int | None = None
+        self.last_decided_at = time.monotonic()  # wall time of the last tick decided (lockstep's re-send check)
+        self.firmware_state_resent = 0
 
         self.pending_fault_epoch: int | None = None  # a plant fault of a life this node has not seen a tick of yet
         self.pub_cmd = self.create_publisher(MotorCommand, topics.MOTOR_COMMAND, qos.LOOP)
@@ -95,6 +105,8 @@ class EdgeNode(LeanNode):
         subscribe_tick = lambda: self.create_subscription(PlantState, topics.PLANT_TICK, self.on_tick, loop_in)  # noqa: E731
         if self.lockstep:
             join_lockstep(self, [sub_policy], subscribe_tick, outputs=[self.pub_cmd, self.pub_state])
+            self.create_timer(RESEND_CHECK_S, self._resend_if_policy_waits,
+                              clock=Clock(clock_type=ClockType.STEADY_TIME))
         else:
             subscribe_tick()
         self.get_logger().info("edge ready: firmware boots in DAMP on the virtual gantry")
@@ -124,6 +136,26 @@ class EdgeNode(LeanNode):
         self.last_policy = msg
         self.sync.put("policy", msg.epoch, msg.tick, msg)
         self._try(msg.tick)
+
+    def _resend_if_policy_waits(self) -> None:
+        """Lockstep: re-send the last firmware state while the policy runner has not answered the next tick for
+        ``RESEND_AFTER_S`` of wall time. Why: the runner answers tick k only with the firmware's state after tick
+        k-1, and a volatile DDS writer delivers only to readers it has matched *itself*; each side of a match is
+        discovered on its own, so at start-up the runner's reader can see this writer (and the runner join) while this
+        writer has not yet matched that reader. The first firmware state then reaches nobody, and the loop waited
+        until the plant's 20 s stall check ended the run (CI, 2026-12-06: "no motor command for tick 1"). The same
+        message again changes nothing in the run (the runner answers from its contents, not its arrival time), so
+        lockstep stays bit-identical; other readers of the topic see that one state twice."""
+        k = self.last_tick + 1
+        if self.last_tick < 0 or self.sync.get("state", k) is None or self.sync.get("policy", k) is not None:
+            return
+        waited = time.monotonic() - self.last_decided_at
+        if waited < RESEND_AFTER_S:
+            return
+        self.pub_state.publish(self.m_state)
+        self.firmware_state_resent += 1
+        self.log_limited("resend", f"lockstep: no policy answer for tick {k} {waited:.1f} s after firmware state "
+                                   f"{self.last_tick} went out; re-sent it ({self.firmware_state_resent} so far)")
 
     def _try(self, tick: int) -> None:
         if tick <= self.last_tick:
@@ -215,6 +247,7 @@ class EdgeNode(LeanNode):
     def _decide(self, state: PlantState, policy: PolicyStep | None) -> None:
         tick = int(state.tick)
         self.last_tick = tick
+        self.last_decided_at = time.monotonic()
         self.t_fw = tick * self.control_period
         for cmd in self.script.due(self.t_fw):
             self._submit(cmd)
