@@ -33,10 +33,10 @@ def make_executor(node: Any = None) -> Any:
       ``events`` forces it (for comparison runs; bench/executor_cost.py).
 
     Why the EventsExecutor is not the default: with it a clean-clone CI run of 2026-12-04 stalled a lockstep graph's
-    first tick (the plant published tick 0, all participants were ready, no motor command came within 20 s; 1 of 3
-    full suites), and an edge process stopped for 3 s with SIGSTOP never published again after SIGCONT
-    (test_truth_under_faults); neither is understood. The wait loop runs on the same ``rcl_wait`` as the classic
-    executor, so it cannot have a failure mode the classic one does not."""
+    first ticks, and an edge process stopped for 3 s with SIGSTOP never published again after SIGCONT
+    (test_truth_under_faults). The stall turned out not to be the executor's (the wait loop met it too: a firmware
+    state sent before the edge's writer had matched the policy runner's reader; the edge now re-sends it), the
+    SIGSTOP one is not understood. The wait loop runs on the same ``rcl_wait`` as the classic executor."""
     choice = os.environ.get("VASIMOV_EXECUTOR", "loop") or "loop"
     if choice not in ("loop", "auto", "single", "events"):
         raise ValueError(f"VASIMOV_EXECUTOR={choice!r}: expected loop, auto, single or events")
