@@ -49,10 +49,11 @@ def one_run(seconds: float, burn: int, domain: int) -> dict:
             run_menlo("robots", "add", "sim", "--mode", "udp", "--udp", "127.0.0.1", home=home)
             r = run_menlo("stand", "-y", home=home)
             result["stand_rc"] = r.returncode
-            wait_for(lambda: not http_json_when_ready(f"{API}/api/sim/firmware")["gantry_engaged"], 20,
-                     "gantry release")
             r = run_menlo("balance", "-y", home=home)
             result["balance_rc"] = r.returncode
+            # the hook comes off when the walking policy takes the joints (balance), not at STAND
+            wait_for(lambda: not http_json_when_ready(f"{API}/api/sim/firmware")["gantry_engaged"], 20,
+                     "gantry release")
             with CpuBurner(burn, seconds + 30):
                 t0, s0 = time.monotonic(), http_json(f"{API}/api/sim/truth")["sim_time"]
                 lowest = 10.0
