@@ -29,6 +29,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from rclpy.exceptions import InvalidHandle
@@ -38,14 +39,15 @@ from rclpy.subscription import Subscription
 from rclpy.timer import TimerInfo
 
 
-def _run(result: Any) -> None:
-    """A callback's result: a coroutine (an ``async def`` callback) is driven to its end here."""
-    if inspect.iscoroutine(result):
-        try:
-            while True:
-                result.send(None)
-        except StopIteration:
-            pass
+def _run(result: Any) -> Any:
+    """A callback's result: a coroutine (an ``async def`` callback) is driven to its end here; returns its value."""
+    if not inspect.iscoroutine(result):
+        return result
+    try:
+        while True:
+            result.send(None)
+    except StopIteration as done:
+        return done.value
 
 
 def _timer_info_arg(callback: Callable[..., Any] | None) -> str | None:
@@ -93,41 +95,30 @@ class _Plan:
         self.wait_set = _rclpy.WaitSet(
             len(self.subs) + extra[0], len(self.guards) + len(self.own_guards) + extra[1], len(self.timers) + extra[2],
             len(self.clients) + extra[3], len(self.services) + extra[4], extra[5], context.handle)
+        ws = self.wait_set
+        # (what is held in use during the wait, the call that adds it to the wait set): built once per plan
+        self.entries: list[tuple[Any, Callable[[], Any]]] = [
+            *((x.handle, partial(ws.add_subscription, x.handle)) for x in self.subs),
+            *((x.handle, partial(ws.add_timer, x.handle)) for x in self.timers),
+            *((x.handle, partial(ws.add_guard_condition, x.handle)) for x in self.guards),
+            *((x.handle, partial(ws.add_service, x.handle)) for x in self.services),
+            *((x.handle, partial(ws.add_client, x.handle)) for x in self.clients),
+            *((x, partial(x.add_to_wait_set, ws)) for x in self.waitables)]
+        self.own = [partial(ws.add_guard_condition, g.handle) for g in self.own_guards]
 
     def fill(self) -> list[Any]:
         """Put every handle into the (cleared) wait set, each held in use (entered) so that another thread's
         destroy waits until the wait is over, as rclpy's executor does; returns the held ones for ``release``.
         Raises ``InvalidHandle`` (nothing held) if one was destroyed since the plan was made."""
-        ws = self.wait_set
-        ws.clear_entities()
+        self.wait_set.clear_entities()
         held: list[Any] = []
         try:
-            for s in self.subs:
-                s.handle.__enter__()
-                held.append(s.handle)
-                ws.add_subscription(s.handle)
-            for t in self.timers:
-                t.handle.__enter__()
-                held.append(t.handle)
-                ws.add_timer(t.handle)
-            for g in self.guards:
-                g.handle.__enter__()
-                held.append(g.handle)
-                ws.add_guard_condition(g.handle)
-            for g in self.own_guards:
-                ws.add_guard_condition(g.handle)
-            for s in self.services:
-                s.handle.__enter__()
-                held.append(s.handle)
-                ws.add_service(s.handle)
-            for c in self.clients:
-                c.handle.__enter__()
-                held.append(c.handle)
-                ws.add_client(c.handle)
-            for w in self.waitables:
-                w.__enter__()
-                held.append(w)
-                w.add_to_wait_set(ws)
+            for holder, add in self.entries:
+                holder.__enter__()
+                held.append(holder)
+                add()
+            for add in self.own:
+                add()
         except InvalidHandle:
             release(held)
             raise
@@ -299,11 +290,4 @@ class WaitLoopExecutor(Executor):
             return
         if header is None:
             return
-        response = srv.callback(request, srv.srv_type.Response())
-        if inspect.iscoroutine(response):
-            try:
-                while True:
-                    response.send(None)
-            except StopIteration as done:
-                response = done.value
-        srv.send_response(response, header)
+        srv.send_response(_run(srv.callback(request, srv.srv_type.Response())), header)
