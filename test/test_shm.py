@@ -1,4 +1,5 @@
-"""A process that must exit abruptly (the nodes' teardown guard) removes its own Fast DDS segments first."""
+"""A process that must exit abruptly (the nodes' teardown guard) removes its own Fast DDS segments first, and only
+its own: it also maps the segment of every peer it reads from, and a peer that is still running keeps its files."""
 
 from __future__ import annotations
 
@@ -12,26 +13,50 @@ from harness import graph_env, next_domain_id
 CHILD = r"""
 import json, os, sys, time
 import rclpy
-from vasimov.ros.shm import mapped_segments, remove_own_segments
+from std_msgs.msg import String
+from vasimov.ros.shm import mapped_segments, own_segments, remove_own_segments, segment_files
 rclpy.init()
-node = rclpy.create_node("shm_probe")
-pub = node.create_publisher(__import__("std_msgs.msg", fromlist=["String"]).String, "/shm_probe", 10)
-deadline = time.monotonic() + 20
-while not mapped_segments() and time.monotonic() < deadline:
-    time.sleep(0.05)
-mine = sorted(mapped_segments())
+node = rclpy.create_node("shm_probe_" + sys.argv[1])
+pub = node.create_publisher(String, "/shm_probe", 10)
+sub = node.create_subscription(String, "/shm_probe", lambda _m: None, 10)
+want = int(sys.argv[2])  # segments to see mapped: 1 alone, 2 once the peer's data has been read
+deadline = time.monotonic() + 30
+while len(mapped_segments()) < want and time.monotonic() < deadline:
+    pub.publish(String(data="x" * 64))
+    rclpy.spin_once(node, timeout_sec=0.05)
+if sys.argv[1] == "peer":
+    sys.stdin.readline()  # stay alive until the test has looked, then go as the guard would
+    remove_own_segments()
+    os._exit(0)
+mine = sorted(own_segments())
+mapped = sorted(mapped_segments())
+files = {n: [f for f in segment_files(n) if os.path.exists("/dev/shm/" + f)] for n in mapped}
 removed = remove_own_segments()
-print(json.dumps({"mine": mine, "removed": removed}), flush=True)
+print(json.dumps({"mine": mine, "mapped": mapped, "files": files, "removed": removed}), flush=True)
 os._exit(0)  # no DDS teardown, as the guard exits
 """
 
 
-def test_an_abrupt_exit_leaves_no_segment_of_its_own():
+def _probe(env: dict[str, str], role: str, want: int, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CHILD, role, str(want)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_an_abrupt_exit_removes_its_own_segment_files_and_leaves_a_running_peers_alone():
     env = graph_env(next_domain_id())
-    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["mine"], "the participant mapped no segment: nothing was tested"
-    assert all(name in out["removed"] for name in out["mine"])
-    assert not [n for n in out["mine"] if (Path("/dev/shm") / n).exists()]
-    assert not any(n.startswith("fastdds_port") for n in out["removed"]), "a shared port segment was removed"
+    peer = _probe(env, "peer", 2, stdin=subprocess.PIPE)
+    try:
+        out_text, err = _probe(env, "main", 2).communicate(timeout=60)
+        assert out_text.strip(), err
+        out = json.loads(out_text.strip().splitlines()[-1])
+        assert len(out["mine"]) == 1, out  # one participant, one segment of its own
+        assert len(out["mapped"]) == 2, f"the peer's segment was never mapped: nothing was tested: {out}"
+        (own,), (other,) = out["mine"], set(out["mapped"]) - set(out["mine"])
+        assert {own, f"{own}_el"} <= set(out["files"][own]), out  # segment and lock file (a semaphore, if any)
+        assert sorted(out["removed"]) == sorted(out["files"][own])
+        assert not [f for f in out["files"][own] if (Path("/dev/shm") / f).exists()]
+        assert (Path("/dev/shm") / other).exists(), "the running peer's segment was removed"
+        assert not any(n.startswith("fastdds_port") for n in out["removed"]), "a shared port segment was removed"
+    finally:
+        peer.stdin.close()
+        peer.wait(timeout=30)

@@ -1,9 +1,11 @@
 """Fast DDS shared-memory segments of a process: which ones it owns, so a process that must end abruptly can still
 remove them (`fastdds shm clean` does the same, later, for processes that died).
 
-A participant maps its own segment ``/dev/shm/fastdds_<16 characters>`` (plus the semaphore
-``sem.fastdds_<same>_mutex``); the ``fastdds_port<N>`` segments are shared by every participant on a port and outlive
-them by design, so they are never anyone's to remove.
+A participant creates its own segment ``/dev/shm/fastdds_<16 characters>`` (plus the semaphore
+``sem.fastdds_<same>_mutex`` and the lock file ``fastdds_<same>_el``, which it holds open while alive); it also maps
+the segment of every peer whose data it reads, so "mapped" is not "own": the lock file held open is what tells them
+apart. The ``fastdds_port<N>`` segments are shared by every participant on a port and outlive them by design, so they
+are never anyone's to remove.
 """
 
 from __future__ import annotations
@@ -27,15 +29,32 @@ def mapped_segments(pid: int | str = "self") -> set[str]:
     return out
 
 
-def remove_own_segments() -> list[str]:
-    """Unlink this process's participant segments and their semaphores (for an exit that skips DDS's teardown);
-    other processes that still map them keep their mappings. Returns the names removed."""
-    removed = []
-    for name in sorted(mapped_segments()):
-        for path in (Path("/dev/shm") / name, Path("/dev/shm") / f"sem.{name}_mutex"):
+def own_segments(pid: int | str = "self") -> set[str]:
+    """The participant segments process ``pid`` created: mapped, with their ``<name>_el`` lock file open."""
+    locks: set[str] = set()
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
             with contextlib.suppress(OSError):
-                path.unlink()
-                removed.append(path.name)
+                target = os.readlink(fd)
+                if target.startswith("/dev/shm/fastdds_") and target.endswith("_el"):
+                    locks.add(target[len("/dev/shm/"):-len("_el")])
+    return mapped_segments(pid) & locks
+
+
+def segment_files(name: str) -> tuple[str, ...]:
+    """The names under /dev/shm that one participant segment consists of: segment, semaphore, lock file."""
+    return (name, f"sem.{name}_mutex", f"{name}_el")
+
+
+def remove_own_segments() -> list[str]:
+    """Unlink this process's participant segments with their semaphores and lock files (for an exit that skips
+    DDS's teardown); peers' segments it merely maps are left alone. Returns the names removed."""
+    removed = []
+    for name in sorted(own_segments()):
+        for file in segment_files(name):
+            with contextlib.suppress(OSError):
+                (Path("/dev/shm") / file).unlink()
+                removed.append(file)
     return removed
 
 

@@ -14,8 +14,9 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from vasimov.ros import native_exit
 from vasimov.ros.batch_take import spin_once_batched
-from vasimov.ros.shm import remove_own_segments
+from vasimov.ros.shm import own_segments, remove_own_segments
 from vasimov.stop_signals import stop_on_signals
 
 EXIT_CONFIG = 2
@@ -66,12 +67,16 @@ STOP_POLL_S = 0.1
 # and SIGTERM. Seen under load: the Foxglove bridge logged its clean stop, then its process hung in DDS/SDK thread
 # teardown for 15 s until launch killed it ("process has died").
 TEARDOWN_LIMIT_S = 4.0
+# The native backstop's margin after that: a teardown blocked in C++ while holding the GIL (or in interpreter
+# finalisation) starves the Python guard; the binary stream hung so in CI (stop 30) with the Python guard armed.
+NATIVE_MARGIN_S = 0.4
 _exit_guard: threading.Timer | None = None
 
 
 def arm_exit_guard(name: str, code: int = 0) -> None:
     """From here on the process has ``TEARDOWN_LIMIT_S`` to end by itself; then it exits with ``code`` anyway, saying
-    so on stderr. Idempotent: the first arming counts. A daemon timer, so a prompt exit is never delayed by it."""
+    so on stderr. Idempotent: the first arming counts. A daemon timer, so a prompt exit is never delayed by it; behind
+    it, ``NATIVE_MARGIN_S`` later, the same exit by native timers that need no GIL (``vasimov.ros.native_exit``)."""
     global _exit_guard
     if _exit_guard is not None:
         return
@@ -86,6 +91,7 @@ def arm_exit_guard(name: str, code: int = 0) -> None:
     _exit_guard = threading.Timer(TEARDOWN_LIMIT_S, expire)
     _exit_guard.daemon = True
     _exit_guard.start()
+    native_exit.arm(TEARDOWN_LIMIT_S + NATIVE_MARGIN_S, code, own_segments())
 
 
 @contextmanager
