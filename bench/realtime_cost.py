@@ -8,7 +8,7 @@ CPU is sampled from outside (every process of the launch, main and DDS threads a
 the simulated time; a shared machine disturbs the ratios least, so compare ratios from one run, never across runs.
 Figures only; asserts nothing. (re-runs itself in a private network namespace when root: the SDK's ports are fixed)
 
-Usage: .venv/bin/python bench/realtime_cost.py [--seconds 20] [--sim-seconds 20] [--no-walk]
+Usage: .venv/bin/python bench/realtime_cost.py [--seconds 20] [--sim-seconds 20] [--no-walk] [--no-foxglove]
        [--against NAME:=VALUE ...] [--against-env VAR=VALUE ...] [--pairs N]
 
 ``--against`` adds a second variant of the graph (the default launch with those launch arguments, and/or with those
@@ -33,16 +33,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 from common import ROOT, VENV_BIN, CpuSampler, graph_env
+from foxglove_client import FoxgloveWsClient
 from graph_speed import single_process_rtf
 from harness import http_json, http_json_when_ready, run_menlo, wait_for
 from realtime_load import _in_private_netns
 
+from vasimov.ros import topics
+
 API = "http://127.0.0.1:3000"
 TARGET_IDLE, TARGET_CLIENT = 4.0, 6.0  # issue 24: graph CPU per simulated second <= these x the single-process loop
+FOXGLOVE_URL = "ws://127.0.0.1:8765"
+# What the Foxglove app subscribes to when it opens config/foxglove_layout.json: the 3D view (URDF, links, the scene's
+# ground), the head camera's JPEG and calibration, the first tab (Joints: measured and target angles).
+LAYOUT_ON_OPEN = (topics.ROBOT_DESCRIPTION, topics.FOXGLOVE_TF, topics.FOXGLOVE_SCENE, topics.CAMERA_COLOR_COMPRESSED,
+                  topics.CAMERA_COLOR_INFO, topics.JOINT_STATES, topics.MOTOR_COMMAND)
 
 
 def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...] = (),
-            env: dict[str, str] | None = None) -> dict:
+            env: dict[str, str] | None = None, foxglove: bool = False) -> dict:
     log = tempfile.NamedTemporaryFile(prefix="vasimov-rtcost-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", *launch_args], env={**graph_env(domain), **(env or {})},
                             stdout=log,
@@ -51,6 +59,8 @@ def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...
     result: dict = {"walk": walk}
     sampler = CpuSampler(proc.pid, period=0.2)
     walker: threading.Thread | None = None
+    client: FoxgloveWsClient | None = None
+    subs: dict[str, int] = {}
     try:
         wait_for(lambda: "SDK bridge ready" in out() and "plant ready" in out(), 90, "graph start")
         http_json_when_ready(f"{API}/api/sim/truth")
@@ -67,17 +77,26 @@ def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...
                                                                   str(seconds + 5)),
                                           kwargs={"home": home, "timeout": seconds + 60}, daemon=True)
                 walker.start()
+            if foxglove:
+                client = FoxgloveWsClient(FOXGLOVE_URL)
+                subs = {t: client.subscribe(t) for t in LAYOUT_ON_OPEN}
             time.sleep(2.0)  # a benchmark's settling pause (the walk starting), not a test wait
             c0, t0 = sampler.snapshot(), time.monotonic()
             s0 = http_json(f"{API}/api/sim/truth")["sim_time"]
             f0 = http_json(f"{API}/api/sim/counters")["state_frames_sent"]
+            m0 = {t: len(client.received(i)) for t, i in subs.items()} if client else {}
             time.sleep(seconds)  # the measured wall-clock window
             c1, t1 = sampler.snapshot(), time.monotonic()
             s1 = http_json(f"{API}/api/sim/truth")["sim_time"]
             f1 = http_json(f"{API}/api/sim/counters")["state_frames_sent"]
+            if client is not None:
+                result["foxglove_hz"] = {t: round((len(client.received(i)) - m0[t]) / (t1 - t0), 1)
+                                         for t, i in subs.items()}
             if walker is not None:
                 walker.join(timeout=seconds + 60)
     finally:
+        if client is not None:
+            client.close()
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
@@ -98,6 +117,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0, help="measured wall window per run")
     ap.add_argument("--sim-seconds", type=float, default=20.0, help="the single-process loop's run")
     ap.add_argument("--no-walk", action="store_true", help="idle only")
+    ap.add_argument("--no-foxglove", action="store_true", help="no Foxglove client while the SDK walks the robot")
     ap.add_argument("--against", nargs="+", default=[], metavar="NAME:=VALUE",
                     help="launch arguments of a second variant, run alternately with the default")
     ap.add_argument("--against-env", nargs="+", default=[], metavar="VAR=VALUE",
@@ -119,7 +139,8 @@ def main() -> int:
     print(f"single-process closed loop: {single_cpu:.3f} CPU s per simulated second", flush=True)
     runs = [("idle (no client)", False, TARGET_IDLE)]
     if not ns.no_walk:
-        runs.append(("menlo walking the robot", True, TARGET_CLIENT))
+        runs.append(("menlo walking the robot" + ("" if ns.no_foxglove else ", Foxglove client on the layout"), True,
+                     TARGET_CLIENT))
     variants: list[tuple[str, tuple[str, ...], dict[str, str]]] = [("default", (), {})]
     if variant:
         variants.append((" ".join([*ns.against, *ns.against_env]), tuple(ns.against), against_env))
@@ -127,7 +148,7 @@ def main() -> int:
             for _ in range(max(1, ns.pairs) if variant else 1)
             for label, walk, target in runs for name, args, env in variants]
     for i, (label, walk, target, args, env) in enumerate(plan):
-        r = one_run(ns.seconds, walk, 120 + i % 50, args, env)
+        r = one_run(ns.seconds, walk, 120 + i % 50, args, env, foxglove=walk and not ns.no_foxglove)
         p = r.get("plant", {})
         ratio = r["cpu_per_sim_s"] / single_cpu
         print(f"real time, {label}, {r['wall_s']:.0f} s: graph CPU {r['cpu_per_sim_s']:.3f} s per simulated second "
@@ -135,6 +156,9 @@ def main() -> int:
               f"); real-time factor {r['rtf_outside']:.3f} (target >= 0.99); SDK state {r['sdk_hz']:.1f} Hz (target "
               f">= 195); plant's whole run: lateness p99 {p.get('p99_ms', float('nan')):.2f} ms (target <= 2), "
               f"control period p99 {p.get('period_p99_ms', float('nan')):.2f} ms", flush=True)
+        if "foxglove_hz" in r:
+            print("  Foxglove client, messages per wall second: " + ", ".join(f"{k} {v:g}" for k, v in
+                                                                             r["foxglove_hz"].items()))
         print("  CPU s per process over the window: " + ", ".join(f"{k} {v:.2f}" for k, v in
                                                                 sorted(r["cpu_seconds"].items(), key=lambda x: -x[1])))
         print(json.dumps({**r, "launch_args": list(args), "env": env, "single_cpu_per_sim_s": single_cpu,
