@@ -31,6 +31,7 @@ class CpuSampler:
         self._root = psutil.Process(pid)
         self._period = period
         self.cpu: dict[str, float] = {}
+        self.pids: dict[str, int] = {}  # node executable name -> pid (the newest process of that name)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -56,6 +57,7 @@ class CpuSampler:
                 script = len(cmd) > 1 and Path(cmd[0]).name.startswith("python")
                 name = Path(cmd[1] if script else cmd[0]).name
                 self.cpu[name] = t.user + t.system
+                self.pids[name] = p.pid
 
     def snapshot(self) -> dict[str, float]:
         """CPU seconds per process so far (as of the last sample)."""

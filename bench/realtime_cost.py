@@ -9,7 +9,7 @@ the simulated time; a shared machine disturbs the ratios least, so compare ratio
 Figures only; asserts nothing. (re-runs itself in a private network namespace when root: the SDK's ports are fixed)
 
 Usage: .venv/bin/python bench/realtime_cost.py [--seconds 20] [--sim-seconds 20] [--no-walk] [--no-foxglove]
-       [--against NAME:=VALUE ...] [--against-env VAR=VALUE ...] [--pairs N]
+       [--against NAME:=VALUE ...] [--against-env VAR=VALUE ...] [--pairs N] [--profile DIR]
 
 ``--against`` adds a second variant of the graph (the default launch with those launch arguments, and/or with those
 environment variables for every node: ``--against-env VASIMOV_EXECUTOR=single``); each run of the default is then
@@ -50,7 +50,7 @@ LAYOUT_ON_OPEN = (topics.ROBOT_DESCRIPTION, topics.FOXGLOVE_TF, topics.FOXGLOVE_
 
 
 def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...] = (),
-            env: dict[str, str] | None = None, foxglove: bool = False) -> dict:
+            env: dict[str, str] | None = None, foxglove: bool = False, profile: Path | None = None) -> dict:
     log = tempfile.NamedTemporaryFile(prefix="vasimov-rtcost-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen([str(VENV_BIN / "vasimov"), "up", *launch_args], env={**graph_env(domain), **(env or {})},
                             stdout=log,
@@ -85,7 +85,13 @@ def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...
             s0 = http_json(f"{API}/api/sim/truth")["sim_time"]
             f0 = http_json(f"{API}/api/sim/counters")["state_frames_sent"]
             m0 = {t: len(client.received(i)) for t, i in subs.items()} if client else {}
+            spies = _start_profiles(profile, sampler.pids, seconds) if profile is not None else []
+            threads0 = {n: _thread_cpu(pid) for n, pid in sampler.pids.items()} if profile is not None else {}
             time.sleep(seconds)  # the measured wall-clock window
+            if profile is not None:
+                _write_thread_cpu(profile, threads0, sampler.pids)
+            for spy in spies:
+                spy.wait(timeout=30)
             c1, t1 = sampler.snapshot(), time.monotonic()
             s1 = http_json(f"{API}/api/sim/truth")["sim_time"]
             f1 = http_json(f"{API}/api/sim/counters")["state_frames_sent"]
@@ -112,12 +118,52 @@ def one_run(seconds: float, walk: bool, domain: int, launch_args: tuple[str, ...
     return result
 
 
+def _start_profiles(out: Path, pids: dict[str, int], seconds: float) -> list[subprocess.Popen]:
+    """py-spy on every node process over the window (``--profile``): a collapsed-stack file per node, thread ids in
+    the stacks (and ``<node>.threads.json``, each thread's CPU seconds over the window, from /proc). Sampling costs
+    the sampled processes a little: compare such runs only with each other."""
+    spy = VENV_BIN / "py-spy"
+    out.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen([str(spy), "record", "--threads", "--rate", "100", "--duration", str(int(seconds)),
+                              "--format", "raw", "--output", str(out / f"{name}.txt"), "--pid", str(pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name, pid in pids.items() if name.endswith("_node")]
+
+
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of each thread of ``pid`` so far, by "tid name" (from /proc: py-spy's idle detection is not to be
+    trusted here, it counted threads blocked in a lock or recv as busy)."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        out[f"{stat.parent.name} {name}"] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return out
+
+
+def _write_thread_cpu(out: Path, before: dict[str, dict[str, float]], pids: dict[str, int]) -> None:
+    for name, pid in pids.items():
+        now = _thread_cpu(pid)
+        delta = {k: round(v - before.get(name, {}).get(k, 0.0), 2) for k, v in now.items()}
+        (out / f"{name}.threads.json").write_text(json.dumps(dict(sorted(delta.items(), key=lambda kv: -kv[1])),
+                                                             indent=1) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0, help="measured wall window per run")
     ap.add_argument("--sim-seconds", type=float, default=20.0, help="the single-process loop's run")
     ap.add_argument("--no-walk", action="store_true", help="idle only")
     ap.add_argument("--no-foxglove", action="store_true", help="no Foxglove client while the SDK walks the robot")
+    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                    help="py-spy every node over each window (DIR/<run>/<node>.txt, collapsed stacks; needs py-spy)")
     ap.add_argument("--against", nargs="+", default=[], metavar="NAME:=VALUE",
                     help="launch arguments of a second variant, run alternately with the default")
     ap.add_argument("--against-env", nargs="+", default=[], metavar="VAR=VALUE",
@@ -148,7 +194,8 @@ def main() -> int:
             for _ in range(max(1, ns.pairs) if variant else 1)
             for label, walk, target in runs for name, args, env in variants]
     for i, (label, walk, target, args, env) in enumerate(plan):
-        r = one_run(ns.seconds, walk, 120 + i % 50, args, env, foxglove=walk and not ns.no_foxglove)
+        r = one_run(ns.seconds, walk, 120 + i % 50, args, env, foxglove=walk and not ns.no_foxglove,
+                    profile=None if ns.profile is None else ns.profile / f"run{i}-{'walk' if walk else 'idle'}")
         p = r.get("plant", {})
         ratio = r["cpu_per_sim_s"] / single_cpu
         print(f"real time, {label}, {r['wall_s']:.0f} s: graph CPU {r['cpu_per_sim_s']:.3f} s per simulated second "
