@@ -36,7 +36,6 @@ from typing import Any
 import rclpy
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from vasimov_msgs.msg import FirmwareState, PlantState
@@ -52,6 +51,7 @@ from vasimov.ros import qos, topics
 from vasimov.ros.command_msgs import to_msg
 from vasimov.ros.command_outbox import CommandOutbox
 from vasimov.ros.convert import from_stamp
+from vasimov.ros.lean_node import LeanNode
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
@@ -290,7 +290,10 @@ class _NewestSampler:
         self.node.destroy_node()
 
 
-class BinaryStreamNode(Node):
+class BinaryStreamNode(LeanNode):
+    """A LeanNode (no default QoS-event handlers; the wait-loop executor): the observers' executors walk fewer
+    entities per wake-up (measured on the camera node: docs/performance.md)."""
+
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
         super().__init__("binary_stream", **node_options)

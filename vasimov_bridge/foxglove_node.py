@@ -45,10 +45,10 @@ from typing import Any
 import foxglove
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.node import Node
 
 from vasimov.cpu_priority import renice_all_threads
 from vasimov.ros import topics
+from vasimov.ros.lean_node import LeanNode
 from vasimov.ros.params import COMMON, OBSERVER_CPU_NICE, ParamSpec, declare
 from vasimov.ros.ratelog import RateLimitedLog
 from vasimov.ros.spin import run_node
@@ -102,7 +102,11 @@ PORT_LOG = "foxglove server on {host}:{port}"  # tests and users look for this l
 _STATS_SCHEMA = {"type": "object", "title": "vasimov.FoxgloveBridgeStats"}
 
 
-class FoxgloveBridgeNode(Node):
+class FoxgloveBridgeNode(LeanNode):
+    """A LeanNode (no default QoS-event handlers; the wait-loop executor, which serves its guard condition, timers,
+    the parameter proxy's clients and futures): the classic executor's per-wake-up walk of every entity was most of
+    the main thread's cost while a client watched."""
+
     def __init__(self, **node_options: Any) -> None:
         """``node_options``: rclpy Node keywords (cli_args, ...), for a composed process (vasimov_tools.compose)."""
         super().__init__("foxglove_bridge", **node_options)
