@@ -26,9 +26,9 @@ def make_executor(node: Any = None) -> Any:
     """The executor a node process spins on, by ``VASIMOV_EXECUTOR``:
 
     * ``loop`` (the default): ``vasimov.ros.wait_loop.WaitLoopExecutor``, one wait set kept across wake-ups and
-      callbacks called directly (measured in docs/performance.md), for the control loop's nodes (``LeanNode``: the
-      plant, the edge, the policy runner, the SDK bridge); the observers (Foxglove bridge, binary stream, camera)
-      keep rclpy's classic executor, whose cost there is small and whose task machinery their clients use;
+      callbacks called directly (measured in docs/performance.md), for the nodes built on ``LeanNode`` (the plant,
+      the edge, the policy runner, the SDK bridge, the Foxglove bridge, the binary stream, the camera); other nodes
+      (the recorder) keep rclpy's classic executor;
     * ``single``: rclpy's classic SingleThreadedExecutor everywhere;
     * ``auto``: rclpy's C++ EventsExecutor for nodes without guard conditions or batched takes, else the classic one;
       ``events`` forces it (for comparison runs; bench/executor_cost.py).
