@@ -19,15 +19,17 @@ rclpy.init()
 node = rclpy.create_node("shm_probe_" + sys.argv[1])
 pub = node.create_publisher(String, "/shm_probe", 10)
 sub = node.create_subscription(String, "/shm_probe", lambda _m: None, 10)
-want = int(sys.argv[2])  # segments to see mapped: 1 alone, 2 once the peer's data has been read
-deadline = time.monotonic() + 30
-while len(mapped_segments()) < want and time.monotonic() < deadline:
-    pub.publish(String(data="x" * 64))
-    rclpy.spin_once(node, timeout_sec=0.05)
-if sys.argv[1] == "peer":
-    sys.stdin.readline()  # stay alive until the test has looked, then go as the guard would
+if sys.argv[1] == "peer":  # publish until the test says go (a line on stdin), then go as the guard would
+    import select
+    while not select.select([sys.stdin], [], [], 0.0)[0]:
+        pub.publish(String(data="x" * 64))
+        rclpy.spin_once(node, timeout_sec=0.05)
     remove_own_segments()
     os._exit(0)
+deadline = time.monotonic() + 60
+while len(mapped_segments()) < 2 and time.monotonic() < deadline:  # its own, and the peer's once read
+    pub.publish(String(data="x" * 64))
+    rclpy.spin_once(node, timeout_sec=0.05)
 mine = sorted(own_segments())
 mapped = sorted(mapped_segments())
 files = {n: [f for f in segment_files(n) if os.path.exists("/dev/shm/" + f)] for n in mapped}
@@ -37,16 +39,16 @@ os._exit(0)  # no DDS teardown, as the guard exits
 """
 
 
-def _probe(env: dict[str, str], role: str, want: int, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, role, str(want)], env=env, text=True,
+def _probe(env: dict[str, str], role: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CHILD, role], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 
 def test_an_abrupt_exit_removes_its_own_segment_files_and_leaves_a_running_peers_alone():
     env = graph_env(next_domain_id())
-    peer = _probe(env, "peer", 2, stdin=subprocess.PIPE)
+    peer = _probe(env, "peer", stdin=subprocess.PIPE)
     try:
-        out_text, err = _probe(env, "main", 2).communicate(timeout=60)
+        out_text, err = _probe(env, "main").communicate(timeout=90)
         assert out_text.strip(), err
         out = json.loads(out_text.strip().splitlines()[-1])
         assert len(out["mine"]) == 1, out  # one participant, one segment of its own
