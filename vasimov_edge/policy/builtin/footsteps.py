@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vasimov_edge.policy.builtin.config import ControllerConfig
-from vasimov_edge.policy.builtin.kinematics import yaw_rotation
+from vasimov_edge.policy.builtin.kinematics import clamp, yaw_rotation
 
 if TYPE_CHECKING:  # adaptation imports this module's vocabulary
     from vasimov_edge.policy.builtin.adaptation import StrideCorrection
@@ -110,13 +110,13 @@ class FootstepPlanner:
         T = cfg.step_time
         vx, vy, wz = (0.0, 0.0, 0.0) if stop else cmd
         dyaw = 2.0 * wz * T if wz * SIGN[side] > 0.0 else 0.0
-        dyaw = float(np.clip(dyaw, -cfg.max_step_yaw, cfg.max_step_yaw))
+        dyaw = clamp(dyaw, -cfg.max_step_yaw, cfg.max_step_yaw)
         yaw = prev.yaw + dyaw
         centre = prev.pos[:2] - rot2(prev.yaw) @ np.array([0.0, SIGN[prev_side] * 0.5 * w])
         stride = vx * T
         if not stop and vx * cmd[0] > 0.0:
-            stride += float(np.clip(self.stride.correction, 0.0, self.stride.limit(vx)))
-        adv = np.array([float(np.clip(stride, -cfg.max_step_length, cfg.max_step_length)), vy * T])
+            stride += clamp(self.stride.correction, 0.0, self.stride.limit(vx))
+        adv = np.array([clamp(stride, -cfg.max_step_length, cfg.max_step_length), vy * T])
         centre = centre + rot2(prev.yaw + 0.5 * dyaw) @ adv
         pos = centre + rot2(yaw) @ np.array([0.0, SIGN[side] * 0.5 * w])
         return FootPose(np.append(pos, 0.0), yaw)
@@ -126,9 +126,9 @@ class FootstepPlanner:
         cfg = self.cfg
         rot = rot2(stance.yaw)
         rel = rot.T @ (target.pos[:2] - stance.pos[:2])
-        rel[0] = float(np.clip(rel[0], -cfg.max_step_length, cfg.max_step_length))
-        rel[1] = SIGN[side] * float(np.clip(SIGN[side] * rel[1], cfg.min_step_width, cfg.max_step_width))
-        dyaw = float(np.clip(wrap(target.yaw - stance.yaw), -cfg.max_step_yaw, cfg.max_step_yaw))
+        rel[0] = float(clamp(rel[0], -cfg.max_step_length, cfg.max_step_length))
+        rel[1] = SIGN[side] * float(clamp(SIGN[side] * rel[1], cfg.min_step_width, cfg.max_step_width))
+        dyaw = clamp(wrap(target.yaw - stance.yaw), -cfg.max_step_yaw, cfg.max_step_yaw)
         return FootPose(np.append(stance.pos[:2] + rot @ rel, 0.0), stance.yaw + dyaw)
 
     def turn_toward_heading(self, nominal: FootPose, stance: FootPose, trailing: FootPose, heading: float) -> FootPose:
@@ -140,7 +140,7 @@ class FootstepPlanner:
         cfg = self.cfg
         frame = stance.yaw + 0.5 * wrap(trailing.yaw - stance.yaw)
         corr = cfg.heading_gain * wrap(heading - frame)
-        corr = float(np.clip(corr, -cfg.max_heading_step, cfg.max_heading_step))
+        corr = clamp(corr, -cfg.max_heading_step, cfg.max_heading_step)
         centre = stance.pos[:2]
         pos = centre + rot2(corr) @ (nominal.pos[:2] - centre)
         return FootPose(np.append(pos, 0.0), nominal.yaw + corr)
