@@ -277,8 +277,9 @@ class CameraNode(LeanNode):
             self.backend = choose_gl_backend()
             self.get_logger().info(f"camera: headless GL backend {self.backend}")
         except GLUnavailableError as exc:
-            self.gl_error = str(exc)
+            # the log line before the flag: whoever sees the error on the stats topic finds it in the log too
             self.get_logger().error(f"camera: cannot render, the camera topics stay silent: {exc}")
+            self.gl_error = str(exc)
             self._answer_pending()
             return
         renderer = None
@@ -332,8 +333,9 @@ class CameraNode(LeanNode):
         try:
             renderer = Renderer.for_camera(load_model(scene=scene), self.spec)
         except GLUnavailableError as exc:
-            self.gl_error = str(exc)
+            # the log line before the flag: whoever sees the error on the stats topic finds it in the log too
             self.get_logger().error(f"camera: cannot render, the camera topics stay silent: {exc}")
+            self.gl_error = str(exc)
             return None
         self.writer = QposWriter(renderer.model)
         self.joint_slots = self.writer.slots(joints.SIM_NAMES)
