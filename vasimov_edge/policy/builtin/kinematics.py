@@ -260,18 +260,23 @@ class RobotKinematics:
         d.qpos[self.base_qpos : self.base_qpos + 3] = 0.0
         d.qpos[self.base_qpos + 3 : self.base_qpos + 7] = (1.0, 0.0, 0.0, 0.0)
         eye = damping * np.eye(6)
+        # what does not change between iterations: each leg's controlled point, its goal and its task weights
+        plan = []
+        for side, (p_des, R_des) in targets.items():
+            leg = self.legs[side]
+            point = leg.sole_offset if points is None or side not in points else points[side]
+            w = np.ones(6) if weights is None or side not in weights else weights[side]
+            plan.append((side, leg, R_des, point, p_des + R_des @ (point - leg.sole_offset), w))
+        err = np.empty(6)
         for _ in range(iterations):
             mujoco.mj_kinematics(m, d)
-            for side, (p_des, R_des) in targets.items():
-                leg = self.legs[side]
+            for side, leg, R_des, point, p_goal, w in plan:
                 R = d.xmat[leg.foot_body].reshape(3, 3)
-                point = leg.sole_offset if points is None or side not in points else points[side]
                 p = d.xpos[leg.foot_body] + R @ point
-                p_goal = p_des + R_des @ (point - leg.sole_offset)
-                err = np.concatenate((p_goal - p, rot_log(R_des @ R.T)))
+                err[:3] = p_goal - p
+                err[3:] = rot_log(R_des @ R.T)
                 mujoco.mj_jac(m, d, self._jacp, self._jacr, p, leg.foot_body)
                 jac = np.vstack((self._jacp[:, leg.dof], self._jacr[:, leg.dof]))
-                w = np.ones(6) if weights is None or side not in weights else weights[side]
                 q0 = d.qpos[leg.qpos]
                 jw = jac.T * w
                 dq = np.linalg.solve(jw @ jac + eye, jw @ err)
