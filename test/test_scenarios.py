@@ -182,7 +182,13 @@ def test_a_policy_spec_names_the_builtin_controller_with_options():
     assert sc.parse_policy(" hf://Menlo/x@abc ") == ("hf://Menlo/x@abc", ())  # other specs pass through
     assert sc.parse_policy("builtin:leg_kp=60, swing_kp=60.5,push_recovery=false") == (
         "builtin", (("leg_kp", 60), ("swing_kp", 60.5), ("push_recovery", False)))
+    # a tuple-valued setting takes a list: its commas stay inside the brackets
+    assert sc.parse_policy("builtin:command_rate=[0.3, 0.3,1],leg_kp=60") == (
+        "builtin", (("command_rate", (0.3, 0.3, 1.0)), ("leg_kp", 60)))
     for bad, field, says in [("builtin:leg_kp", "options", "KEY=VALUE"), ("builtin:", "options", "KEY=VALUE"),
+                             ("builtin:command_rate=[0.3,0.3]", "options.command_rate", "list of 3 finite"),
+                             ("builtin:command_rate=0.3", "options.command_rate", "list of 3 finite"),
+                             ("builtin:command_rate=[0.3,true,1]", "options.command_rate", "list of 3 finite"),
                              ("builtin:gain=1", "options", "unknown key(s)"),
                              ("builtin:leg_kp=[1", "options.leg_kp", "not a value"),
                              ("builtin:leg_kp=.nan", "options.leg_kp", "finite number")]:

@@ -186,7 +186,24 @@ def _policy_options(src: str, raw: Any, field: str = "policy_options") -> tuple[
         if isinstance(d, int | float) and not isinstance(d, bool) and (
                 isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
             raise ScenarioError(src, f"{field}.{k}", f"must be a finite number, got {v!r}")
+        if isinstance(d, tuple):
+            if not isinstance(v, list | tuple) or len(v) != len(d) or any(
+                    isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) for x in v):
+                raise ScenarioError(src, f"{field}.{k}", f"must be a list of {len(d)} finite numbers, got {v!r}")
+            opts[k] = tuple(float(x) for x in v)
     return tuple((str(k), v) for k, v in opts.items())
+
+
+def _split_options(text: str) -> list[str]:
+    """``KEY=VALUE,KEY=[A,B]`` -> its items: commas inside brackets belong to a list value."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return items
 
 
 BUILTIN_OPTIONS_PREFIX = "builtin:"
@@ -196,7 +213,8 @@ def parse_policy(spec: str) -> tuple[str, tuple[tuple[str, object], ...]]:
     """A runner's policy spec -> (the backend spec, overrides of the built-in controller's config).
 
     ``builtin:KEY=VALUE[,KEY=VALUE...]`` is the built-in controller with ``policy_options`` given on the command line
-    (``builtin:leg_kp=60,push_recovery=false``: values are YAML scalars), so a variant of it can be named wherever a
+    (``builtin:leg_kp=60,push_recovery=false``: values are YAML scalars, or lists for the tuple-valued settings,
+    ``builtin:command_rate=[0.3,0.3,1.0]``), so a variant of it can be named wherever a
     spec is, e.g. twice in ``vasimov bench compare --policy``; the same rules as a file's ``policy_options`` apply.
     Every other spec (``builtin``, ``hold``, an ONNX file, ``hf://...``) is returned as it is, without options.
     """
@@ -205,7 +223,7 @@ def parse_policy(spec: str) -> tuple[str, tuple[tuple[str, object], ...]]:
         return s, ()
     src = f"policy {spec!r}"
     raw: dict[str, Any] = {}
-    for item in s[len(BUILTIN_OPTIONS_PREFIX):].split(","):
+    for item in _split_options(s[len(BUILTIN_OPTIONS_PREFIX):]):
         key, eq, value = item.partition("=")
         if not eq or not key.strip() or not value.strip():
             raise ScenarioError(src, "options", f"{item!r} is not KEY=VALUE (builtin:KEY=VALUE[,KEY=VALUE...])")
