@@ -62,8 +62,12 @@ def test_readers_and_strangers_do_not_start_a_lockstep_run_the_declared_particip
     stranger = RosProbe(domain, name="stranger")
     peer = RosProbe(domain, name="fake_edge")
     try:
-        observer.subscribe(topics.PLANT_TICK, PlantState, qos.LOOP)
+        ticks = observer.subscribe(topics.PLANT_TICK, PlantState, qos.LOOP)
         wait_for(lambda: "plant ready" in plant.output(), 60, "the plant")
+        # matched before anything can start the run: a reader that matched only after the first ticks (discovery is
+        # slower with a busy core) would miss them, as any late observer does; and a matched reader is the case the
+        # gate must ignore
+        wait_for(lambda: ticks.get_publisher_count() > 0, 60, "the observer's match with the plant's tick writer")
         stranger.announce_lockstep_ready()
         wait_for(lambda: "ignoring a ready announcement from 'stranger'" in plant.output(), 30, "the refusal")
         assert observer.count(topics.PLANT_TICK) == 0, "a reader of the tick topic or a stranger started the run"
@@ -74,7 +78,10 @@ def test_readers_and_strangers_do_not_start_a_lockstep_run_the_declared_particip
         assert "participant fake_edge ready (1/1)" in plant.output()
         wait_for(lambda: len(answered) >= 6, 30, "the last tick at the peer")  # the plant exits on publishing it
         assert answered == list(range(6))  # ticks 0..5 of 0.1 s, each answered once, in order
-        wait_for(lambda: observer.count(topics.PLANT_TICK) >= 6, 30, "the observer's ticks")  # it reads them all
+        try:
+            wait_for(lambda: observer.count(topics.PLANT_TICK) >= 6, 30, "the observer's ticks")  # it reads them all
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; it has ticks {[m.tick for m in observer.all(topics.PLANT_TICK)]}") from None
     finally:
         for p in (observer, stranger, peer):
             p.close()
