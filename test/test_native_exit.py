@@ -42,3 +42,19 @@ def test_a_delay_too_short_to_print_the_stacks_first_is_refused() -> None:
     from vasimov.ros import native_exit
 
     assert native_exit.arm(0.05, 0) is False
+
+CRASHING_NODE = r"""
+import ctypes
+from vasimov.ros.spin import ros_session
+def crash_here():
+    ctypes.string_at(0)  # a native crash, as a segfault inside rclpy or Fast DDS would be
+with ros_session([]):
+    crash_here()
+"""
+
+
+def test_a_node_process_that_crashes_natively_prints_where() -> None:
+    """A node that dies of SIGSEGV leaves its Python stack in the graph's output, not just "code -11"."""
+    r = subprocess.run([sys.executable, "-c", CRASHING_NODE], capture_output=True, text=True, timeout=60)
+    assert r.returncode == -11, (r.returncode, r.stderr)
+    assert "Segmentation fault" in r.stderr and "crash_here" in r.stderr, r.stderr

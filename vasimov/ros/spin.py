@@ -103,6 +103,9 @@ def ros_session(args: list[str] | None) -> Iterator[threading.Event]:
     (a second Ctrl-C), so that exception lands in cleanup (``thread.join()``, ``destroy_node()``) and launch reports
     a traceback and "process has died". Here SIGINT/SIGTERM only set the yielded event, any number of times; the
     node's loop sees it within ``STOP_POLL_S``, cleans up and exits 0."""
+    # a native crash (SIGSEGV, SIGABRT in rclpy or Fast DDS) prints every thread's Python stack before the process
+    # dies, so a node that "exited unexpectedly with code -11" leaves the line it was on in the graph's output
+    faulthandler.enable(file=sys.stderr, all_threads=True)
     with stop_on_signals(absorb_after_stop=True) as stop:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         try:
