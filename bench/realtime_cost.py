@@ -176,6 +176,8 @@ def main() -> int:
         ap.error("--against-env takes environment variables written VAR=VALUE")
     against_env = dict(a.split("=", 1) for a in ns.against_env)
     variant = bool(ns.against or against_env)
+    if ns.profile is not None and not (VENV_BIN / "py-spy").exists():
+        ap.error(f"--profile needs py-spy in the venv (not a project dependency): {VENV_BIN / 'pip'} install py-spy")
     _in_private_netns()
     from vasimov_edge.policy.synthetic import make_mlp_policy
 

@@ -43,6 +43,7 @@ def test_a_delay_too_short_to_print_the_stacks_first_is_refused() -> None:
 
     assert native_exit.arm(0.05, 0) is False
 
+
 CRASHING_NODE = r"""
 import ctypes
 from vasimov.ros.spin import ros_session

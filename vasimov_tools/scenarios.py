@@ -178,20 +178,23 @@ def _policy_options(src: str, raw: Any, field: str = "policy_options") -> tuple[
     from vasimov_edge.policy.builtin import ControllerConfig
 
     defaults = {f.name: f.default for f in fields(ControllerConfig)}
-    opts = _mapping(src, field, raw, defaults)
-    for k, v in opts.items():
+    out = []
+    for k, v in _mapping(src, field, raw, defaults).items():
         d = defaults[str(k)]
         if isinstance(d, bool) and not isinstance(v, bool):
             raise ScenarioError(src, f"{field}.{k}", f"must be true or false, got {v!r}")
-        if isinstance(d, int | float) and not isinstance(d, bool) and (
-                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+        if isinstance(d, int | float) and not isinstance(d, bool) and not _finite_number(v):
             raise ScenarioError(src, f"{field}.{k}", f"must be a finite number, got {v!r}")
-        if isinstance(d, tuple):
-            if not isinstance(v, list | tuple) or len(v) != len(d) or any(
-                    isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) for x in v):
+        if isinstance(d, tuple):  # a setting of several numbers (command_rate): a list of as many
+            if not isinstance(v, list | tuple) or len(v) != len(d) or not all(map(_finite_number, v)):
                 raise ScenarioError(src, f"{field}.{k}", f"must be a list of {len(d)} finite numbers, got {v!r}")
-            opts[k] = tuple(float(x) for x in v)
-    return tuple((str(k), v) for k, v in opts.items())
+            v = tuple(float(x) for x in v)
+        out.append((str(k), v))
+    return tuple(out)
+
+
+def _finite_number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
 
 
 def _split_options(text: str) -> list[str]:
