@@ -11,7 +11,17 @@ import pytest
 
 from vasimov.joints import DEFAULT_POS, STAND_KP
 from vasimov_edge import getup_poses
-from vasimov_edge.recovery import Lying, Phase, RecoveryChain, RecoveryParams, classify, quintic
+from vasimov_edge.recovery import (
+    ARM_JOINTS,
+    LEG_JOINTS,
+    Lying,
+    Phase,
+    RecoveryChain,
+    RecoveryParams,
+    classify,
+    fall_direction,
+    quintic,
+)
 
 DT = 0.02
 BACK = np.array([-1.0, 0.0, 0.0])
@@ -62,16 +72,32 @@ def _run(c: RecoveryChain, t: float, seconds: float, g: np.ndarray, *, track: bo
     return t, q
 
 
-def test_fall_protects_then_settles_and_picks_the_front_sequence() -> None:
+def test_fall_direction_picks_the_protective_pose() -> None:
+    assert fall_direction(np.array([0.5, 0.0, -0.87])) == "front"  # tipping forward
+    assert fall_direction(np.array([0.4, 0.3, -0.87])) == "front"  # forward more than sideways
+    assert fall_direction(np.array([0.3, 0.4, -0.87])) == "other"  # sideways more than forward
+    assert fall_direction(np.array([-0.5, 0.0, -0.87])) == "other"  # backward
+    assert fall_direction(np.array([0.0, -0.5, -0.87])) == "other"
+    assert fall_direction(None) == "other"
+    front, other = getup_poses.protective_pose("front"), getup_poses.protective_pose("other")
+    assert not np.allclose(front[LEG_JOINTS], other[LEG_JOINTS])  # forward: kneel, otherwise crouch
+    np.testing.assert_allclose(front[ARM_JOINTS], other[ARM_JOINTS])  # arms forward in both
+
+
+@pytest.mark.parametrize(("g_trip", "direction"), [(np.array([0.5, 0.0, -0.87]), "front"),
+                                                    (np.array([-0.5, 0.0, -0.87]), "other")])
+def test_fall_protects_then_settles_and_picks_the_front_sequence(g_trip: np.ndarray, direction: str) -> None:
     c = RecoveryChain()
-    c.start_fall(0.0, DEFAULT_POS)
+    c.start_fall(0.0, DEFAULT_POS, g_trip)
     out = c.step(0.0, DEFAULT_POS, np.array([0.5, 0.0, -0.3]), np.array([3.0, 0.0, 0.0]))
     assert c.phase is Phase.FALLING and out is not None
     np.testing.assert_allclose(out.position, DEFAULT_POS)  # blended from where the joints are
-    assert np.all(out.kp < STAND_KP)  # compliant landing
+    assert np.all(out.kp[LEG_JOINTS] < STAND_KP[LEG_JOINTS])  # compliant landing on the legs
+    assert np.all(out.kp[ARM_JOINTS] > STAND_KP[ARM_JOINTS])  # the arms catch the body
+    assert np.all(out.kp <= 2.0 * STAND_KP)  # never above the chain's cap
     out = c.step(0.3, DEFAULT_POS, np.array([0.8, 0.0, 0.0]), np.array([3.0, 0.0, 0.0]))
     assert c.phase is Phase.FALLING and out is not None
-    np.testing.assert_allclose(out.position, getup_poses.protective_pose())
+    np.testing.assert_allclose(out.position, getup_poses.protective_pose(direction))  # the trip's direction holds
     t = 0.3 + DT
     while c.phase is Phase.FALLING and t < 2.0:
         c.step(t, DEFAULT_POS, FRONT, STILL)
@@ -150,8 +176,9 @@ def test_key_poses_lie_within_the_joint_ranges() -> None:
         assert np.all(k.position >= RANGE_LO) and np.all(k.position <= RANGE_HI), k.name
         kp, _ = k.gains()
         assert np.all(kp <= 500.0)  # the trajectory gain range
-    p = getup_poses.protective_pose()
-    assert np.all(p >= RANGE_LO) and np.all(p <= RANGE_HI)
+    for direction in getup_poses.FALL_DIRECTIONS:
+        p = getup_poses.protective_pose(direction)
+        assert np.all(p >= RANGE_LO) and np.all(p <= RANGE_HI), direction
 
 
 def test_the_chain_cannot_reach_the_simulator() -> None:

@@ -722,7 +722,7 @@ class Firmware:
             self._resume_move = self._mode is Mode.MOVE
             self._counters["recovery_falls"] += 1
             self._enter(Mode.STAND, MoveSubmode.NONE)
-            self._recovery.start_fall(t, q)
+            self._recovery.start_fall(t, q, g)
         self._alerts.update(ALERT_FALL_DETECTED, 0, fallen or self._recovery.active, tilt, trip_tilt, t)
 
     def _run_recovery(self, t: float, q: np.ndarray, g: np.ndarray) -> _Targets | None:

@@ -56,9 +56,19 @@ class KeyPose:
         return np.minimum(STAND_KP * self.kp_scale, 500.0), STAND_KD.copy()
 
 
-def protective_pose() -> np.ndarray:
-    """Crouch, arms forward with bent elbows, chin tucked: knees and hands take the impact before the pelvis."""
-    q = pose(hip_pitch=-0.8, knee=1.2, ankle_pitch=-0.2, shoulder_pitch=-1.2, shoulder_roll=-0.2, elbow=0.8)
+def protective_pose(direction: str = "other") -> np.ndarray:
+    """The pose tracked while falling, by the direction of the fall at the trip (``recovery.fall_direction``).
+
+    Forward ("front"): kneel -- hips nearly straight, knees fully bent, toes pointed -- with the arms forward and the
+    elbows bent, so the knees and then the hands meet the floor before the head; otherwise (back, sides) crouch with
+    the arms forward. Chin tucked in both. Measured (vasimov_tools/fall_study.py, docs/recovery.md): with the crouch
+    a 250 N forward knock-down put the head on the floor at 4.2 m/s in 3 of 3 push times; kneeling with arms at twice
+    the STAND stiffness (``RecoveryParams.protect_arm_kp_scale``), in none. Backward, kneeling raised the head's
+    impact speed (3.1 against 1.3 m/s averaged over 250 N and 700 N pushes), so the crouch stays there."""
+    if direction == "front":
+        q = pose(hip_pitch=-0.3, knee=1.5, ankle_pitch=0.35, shoulder_pitch=-1.2, shoulder_roll=-0.2, elbow=0.8)
+    else:
+        q = pose(hip_pitch=-0.8, knee=1.2, ankle_pitch=-0.2, shoulder_pitch=-1.2, shoulder_roll=-0.2, elbow=0.8)
     q[BY_SIM_NAME["neck_pitch_joint"].index] = 0.4
     return q
 
@@ -110,3 +120,4 @@ def lying_sequence(direction: str, gravity_y: float = 0.0) -> tuple[KeyPose, ...
 
 
 assert all(k.position.shape == (NUM_JOINTS,) for k in (*FRONT, *BACK, *SIDE))
+FALL_DIRECTIONS = ("front", "other")  # the protective poses there are

@@ -9,8 +9,9 @@ the plant with the real torque limits. It never touches the simulator's state an
 Phases (``Phase``; the value is what ``FirmwareState.recovery_phase`` carries):
 
 * ``FALLING``: a fall was detected (tilt past ``fall_gravity_z``, or an angular rate past ``fall_rate`` while
-  tilted past ``fall_tilt_rate_gravity_z``). The protective pose (crouch, arms forward, compliant gains) is tracked
-  until the body comes to rest.
+  tilted past ``fall_tilt_rate_gravity_z``). The protective pose for the fall's direction at the trip (forward:
+  kneel; otherwise crouch; arms forward in both) is tracked until the body comes to rest, the legs compliant and the
+  arms stiff enough to catch the body (``protect_arm_kp_scale``).
 * ``SETTLING``: at rest (angular rate below ``rest_rate`` for ``rest_s``); the gravity direction says how it lies:
   on the back (gravity along -x of the IMU), the front (+x) or a side (|y| dominant).
 * ``ROLLING``: on a side; a roll pose turns the body onto its back, then ``SETTLING`` again.
@@ -35,10 +36,11 @@ from enum import StrEnum
 
 import numpy as np
 
-from vasimov.joints import DEFAULT_POS, RANGE_HI, RANGE_LO, STAND_KD, STAND_KP
+from vasimov.joints import DEFAULT_POS, JOINTS, RANGE_HI, RANGE_LO, STAND_KD, STAND_KP
 from vasimov_edge.getup_poses import KeyPose, lying_sequence, protective_pose
 
 LEG_JOINTS = np.arange(12)  # hips, knees, ankles of both legs (vasimov.joints order)
+ARM_JOINTS = np.array([j.index for j in JOINTS if j.group in ("left_arm", "right_arm")])
 
 
 class Phase(StrEnum):
@@ -79,6 +81,10 @@ class RecoveryParams:
     stand_move_s: the quintic blend from the last key pose to the stand pose.
     protect_move_s: the quintic blend into the protective pose (a step doubled the peak joint speed of a fall).
     protect_kp_scale: the protective pose's stiffness as a fraction of the STAND gains (compliant landing).
+    protect_arm_kp_scale: the arms' stiffness in the protective pose, as a fraction of their STAND gains: the hands
+        meet the floor first and must slow the body (elbow torque limit 12 N m). Measured (vasimov_tools/fall_study.py,
+        front knock-downs of 250 N for 0.15 s, 3 push times): at 0.3 the head hit the floor at 4.2 m/s on average;
+        at 2.0, with the kneeling pose, it did not touch it. 2.0 is the chain's cap (at most twice STAND).
     """
 
     fall_gravity_z: float = -0.5
@@ -94,6 +100,7 @@ class RecoveryParams:
     stand_window_s: float = 4.0
     stand_move_s: float = 1.5
     protect_kp_scale: float = 0.3
+    protect_arm_kp_scale: float = 2.0
     protect_move_s: float = 0.25
 
 
@@ -106,6 +113,14 @@ def classify(g: np.ndarray, p: RecoveryParams) -> Lying:
     if g[0] >= p.lying_axis:
         return Lying.FRONT
     return Lying.SIDE
+
+
+def fall_direction(g: np.ndarray | None) -> str:
+    """Which protective pose a fall gets, from the IMU's projected gravity at the trip: "front" when the body
+    tips forward more than sideways (gravity along +x of the IMU dominates), else "other"; no reading: "other"."""
+    if g is None:
+        return "other"
+    return "front" if g[0] > 0.0 and g[0] >= abs(g[1]) else "other"
 
 
 def quintic(s: float) -> float:
@@ -142,16 +157,25 @@ class RecoveryChain:
         self._from: np.ndarray = DEFAULT_POS.copy()
         self._prev_g: np.ndarray | None = None
         self._prev_t: float | None = None
+        self._fall_direction = "other"
 
     @property
     def active(self) -> bool:
         return self.phase not in (Phase.IDLE, Phase.FAILED)
 
     # -- entry points -------------------------------------------------------------------------------------------
-    def start_fall(self, t: float, q: np.ndarray) -> None:
-        """A fall was detected while the joints were driven: protective pose until at rest."""
+    def start_fall(self, t: float, q: np.ndarray, g: np.ndarray | None = None) -> None:
+        """A fall was detected while the joints were driven: the protective pose for the direction the projected
+        gravity ``g`` shows (``fall_direction``) until at rest."""
         self.reset()
+        self._fall_direction = fall_direction(g)
         self._enter(Phase.FALLING, t, q)
+
+    def _protect_gains(self) -> tuple[np.ndarray, np.ndarray]:
+        p = self.params
+        kp = STAND_KP * p.protect_kp_scale
+        kp[ARM_JOINTS] = STAND_KP[ARM_JOINTS] * p.protect_arm_kp_scale
+        return kp, STAND_KD.copy()
 
     def start_getup(self, t: float, q: np.ndarray) -> None:
         """Lying (limp) and asked to stand: settle, then get up."""
@@ -188,8 +212,8 @@ class RecoveryChain:
         if self.phase is Phase.FALLING:
             if not at_rest:
                 s = quintic((t - self._t0) / p.protect_move_s if p.protect_move_s > 0 else 1.0)
-                pos = self._from + (protective_pose() - self._from) * s
-                return RecoveryTargets(pos, STAND_KP * p.protect_kp_scale, STAND_KD.copy())
+                pos = self._from + (protective_pose(self._fall_direction) - self._from) * s
+                return RecoveryTargets(pos, *self._protect_gains())
             self._enter(Phase.SETTLING, t, q)  # SETTLING waits for its own rest window, in the relaxed pose
             self._rest_since = None
             at_rest = False
@@ -278,5 +302,15 @@ def _rate(gyro: np.ndarray | None) -> float | None:
     return r if math.isfinite(r) else None
 
 
-__all__ = ["LEG_JOINTS", "Lying", "Phase", "RecoveryChain", "RecoveryParams", "RecoveryTargets", "classify",
-           "quintic"]
+__all__ = [
+    "ARM_JOINTS",
+    "LEG_JOINTS",
+    "Lying",
+    "Phase",
+    "RecoveryChain",
+    "RecoveryParams",
+    "RecoveryTargets",
+    "classify",
+    "fall_direction",
+    "quintic",
+]
