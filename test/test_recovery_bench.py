@@ -99,3 +99,30 @@ def test_the_flag_reaches_the_edge_from_the_launch_file_and_vasimov_up() -> None
     assert edge.params["recovery"] is True
     assert cli.build_parser().parse_args(["up", "--recovery"]).recovery is True
     assert cli.build_parser().parse_args(["up"]).recovery is False
+
+
+def test_a_knock_down_with_recovery_is_on_the_reports_time_line() -> None:
+    """A fall with the chain on is recorded with its time and drawn on the report's time lines (issue 21: "the bench
+    report shows the falls and recoveries on its time line")."""
+    from vasimov_tools import bench_report, bench_run
+
+    doc_in = {"format": 1, "recovery": True, "duration": 3.0,
+              "commands": [{"t": 0.0, "velocity": [0.0, 0.0, 0.0]}],
+              "pushes": [{"t": 0.5, "body": "pelvis_link", "force": [250.0, 0.0, 0.0], "duration": 0.15}]}
+    scenario, _ = sc.parse(doc_in, "doc", "knock_down")
+    doc = bench_run.run_one({"scenario": scenario, "source": "test", "policy": bench_run.DEFAULT_POLICY,
+                             "model_sha256": "-", "code_version": "-"})
+    o = doc["outcome"]
+    assert o["falls"] == 1 and len(o["fall_times"]) == 1
+    assert 0.5 < o["fall_times"][0] < 3.0  # after the push
+    assert doc["trace"][-1]["t"] >= 2.9  # with the chain on a fall does not end the scenario
+    ev = bench_report.events(doc)
+    # the chain's trip and the bench's fall rule (tilt or pelvis height), each on the time line
+    assert (o["fall_times"][0], bench_report.FALL_COLOUR, f"down at {o['fall_times'][0]:.2f} s (recovery chain)") in ev
+    assert (o["fell_at"], bench_report.FALL_COLOUR, f"fell at {o['fell_at']:.2f} s") in ev and len(ev) == 2
+    page = bench_report.render([doc])
+    assert page.count('<line class="fall"') == 2 * 4  # vx, vy, yaw rate and tilt plots
+    # a return upright is drawn too, labelled with how long it took
+    up = {**doc, "outcome": {**o, "recovery_times": [2.5], "recovery_s": [1.2]}}
+    assert (2.5, bench_report.UP_COLOUR, "upright again at 2.50 s, 1.2 s after the fall") in bench_report.events(up)
+    assert bench_report.render([up]).count('<line class="recovery"') == 4

@@ -19,6 +19,7 @@ from typing import Any
 Overlay = Sequence[tuple[dict[str, Any], str]]  # further runs of the same scenario and their colours
 W, H, PAD = 360, 220, 34
 STATUS_COLOUR = {"passed": "#1a7f37", "failed": "#cf222e", "error": "#9a6700", "skipped": "#6e7781"}
+FALL_COLOUR, UP_COLOUR = "#cf222e", "#1a7f37"  # time-line markers: a fall, upright again (``events``)
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1f2328}
 table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #d0d7de;text-align:right}
@@ -113,6 +114,32 @@ def trajectory_svg(doc: dict[str, Any], overlay: Overlay = ()) -> str:
     return _svg(body, f"{doc['scenario']}: trajectory from above")
 
 
+def events(doc: dict[str, Any]) -> list[tuple[float, str, str]]:
+    """What happened to the robot on a scenario's time line, as (time, colour, label): the bench's fall (recovery
+    off), and with the recovery chain each fall and each return upright (outcome ``fall_times``,
+    ``recovery_times``)."""
+    o = doc.get("outcome") or {}
+    out: list[tuple[float, str, str]] = []
+    if o.get("fell_at") is not None:
+        out.append((float(o["fell_at"]), FALL_COLOUR, f"fell at {o['fell_at']:.2f} s"))
+    for t in o.get("fall_times") or []:
+        out.append((float(t), FALL_COLOUR, f"down at {t:.2f} s (recovery chain)"))
+    for t, took in zip(o.get("recovery_times") or [], o.get("recovery_s") or [], strict=False):
+        out.append((float(t), UP_COLOUR, f"upright again at {t:.2f} s, {took:.1f} s after the fall"))
+    return sorted(out)
+
+
+def _event_lines(ax: _Axes, doc: dict[str, Any]) -> str:
+    """Vertical lines for ``events``, each with its label as a tooltip and drawn as the line's class."""
+    body = ""
+    for t, colour, label in events(doc):
+        x = ax.px(t)
+        kind = "fall" if colour == FALL_COLOUR else "recovery"
+        body += (f'<line class="{kind}" x1="{x:.1f}" x2="{x:.1f}" y1="{PAD / 2}" y2="{H - PAD}" stroke="{colour}" '
+                 f'stroke-width="2"><title>{_esc(label)}</title></line>')
+    return body
+
+
 def velocity_svg(doc: dict[str, Any], key: str, label: str, overlay: Overlay = ()) -> str:
     """Commanded (dashed) against measured (solid) ``key`` over scenario time, pushes/modes as vertical lines; an
     overlaid run adds its 1 s mean in its colour."""
@@ -129,6 +156,7 @@ def velocity_svg(doc: dict[str, Any], key: str, label: str, overlay: Overlay = (
         x = ax.px(t)
         body += (f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD / 2}" y2="{H - PAD}" stroke="#8250df">'
                  f"<title>{_esc(mode)}</title></line>")
+    body += _event_lines(ax, doc)
     body += ax.line(ts, meas, "#b6d4fb") + ax.line(ts, cmd, "#57606a", "4 3")
     body += ax.line(ts, _smooth(ts, meas), "#0969da")
     for d, colour in overlay:
@@ -147,6 +175,7 @@ def tilt_svg(doc: dict[str, Any], overlay: Overlay = ()) -> str:
     body = ax.frame("t (s)", "tilt (deg)")
     if limit is not None:
         body += ax.line([ax.x0, ax.x1], [limit, limit], "#cf222e", "4 3")
+    body += _event_lines(ax, doc)
     for d, colour in runs:
         body += ax.line([s["t"] for s in d["trace"]], [s["tilt_deg"] for s in d["trace"]], colour)
     return _svg(body, f"{doc['scenario']}: torso tilt and the fall limit")

@@ -181,6 +181,9 @@ class Result:
     recoveries: int = 0
     recovery_s: list[float] = field(default_factory=list)
     upright_at_end: bool | None = None
+    # scenario times (s) of each fall (a lying boot: 0) and of each return upright: the report's time line
+    fall_times: list[float] = field(default_factory=list)
+    recovery_times: list[float] = field(default_factory=list)
 
 
 def random_commands(seed: int, n: int = 20, duration: float = 60.0) -> tuple[Command, ...]:
@@ -464,6 +467,7 @@ def run_scenario(
         last = loop.last_fw
         gz_end = float(projected_gravity(end.base_quat)[2])
         res.falls, res.recoveries, res.recovery_s = recov.falls, recov.recoveries, list(recov.times)
+        res.fall_times, res.recovery_times = list(recov.fall_at), list(recov.upright_at)
         res.upright_at_end = bool(last is not None and last.recovery_phase == "" and not last.fault_latched
                                   and gz_end < FALL_MAX_GRAVITY_Z)
     res.failures = check(scenario.criteria, res)
@@ -487,6 +491,8 @@ class _RecoveryMeter:
         self.falls = 1 if lying else 0
         self.recoveries = 0
         self.times: list[float] = []
+        self.fall_at: list[float] = [0.0] if lying else []
+        self.upright_at: list[float] = []
         self._since: float | None = 0.0 if lying else None
         self._seen_falls = 0
 
@@ -499,9 +505,11 @@ class _RecoveryMeter:
         if c["recovery_falls"] > self._seen_falls:
             self.falls += c["recovery_falls"] - self._seen_falls
             self._seen_falls = c["recovery_falls"]
+            self.fall_at.append(round(t, 3))
             self._since = t if self._since is None else self._since
         if c["recoveries"] > self.recoveries:
             self.recoveries = c["recoveries"]
+            self.upright_at.append(round(t, 3))
             if self._since is not None:
                 self.times.append(round(t - self._since, 3))
             self._since = None
