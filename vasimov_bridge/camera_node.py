@@ -166,20 +166,29 @@ class CameraNode(LeanNode):
             self.samples_sub = self.create_subscription(PlantSamples, topics.PLANT_SAMPLES, self.on_samples,
                                                         self.samples_qos)
             self.join_timer = self.create_timer(0.02, self._join, clock=steady)
-        renice_all_threads(int(self.p["cpu_nice"]))
+        # lockstep frames put the camera on the loop's critical path (the plant waits for every period's answer):
+        # an observer's low priority would make the whole run wait on it whenever the machine is busy
+        renice_all_threads(0 if self.frame_mode else int(self.p["cpu_nice"]))
         self.ready = False  # the render thread has its GL context and model
         self.thread: threading.Thread | None = None  # started by the first watcher: no GL, no model before
         if self.enabled:
             self.create_subscription(String, topics.SCENE, self.on_scene, qos.LATCHED)
             self.create_timer(float(self.p["watch_period"]), self.watch, clock=steady)
+            if self.frame_mode:
+                # lockstep frames: GL and the model are built before this node announces ready (``_join``), not
+                # on the first due frame, which the plant waits for (measured: under load the first frame's set-up
+                # took longer than the plant's 20 s stall limit, and the run stopped with code 4)
+                self._start_render_thread()
         else:
             self.get_logger().info("camera disabled (enabled:=false): no topics are served")
         self.create_timer(1.0, self.publish_stats, clock=steady)
 
     # -- executor side -------------------------------------------------------------------------------------------
     def _join(self) -> None:
-        """Lockstep frames: announce ready once the plant's samples reach this node and it reads our answers."""
-        if self.samples_sub.get_publisher_count() > 0 and self.pub_took.get_subscription_count() > 0:
+        """Lockstep frames: announce ready once the plant's samples reach this node, it reads our answers, and the
+        render thread can draw (its GL context and the scene's model are built, or GL is known to be missing)."""
+        can_draw = not self.enabled or self.ready or self.gl_error is not None or self.thread is None
+        if can_draw and self.samples_sub.get_publisher_count() > 0 and self.pub_took.get_subscription_count() > 0:
             self.join_timer.cancel()
             self.destroy_timer(self.join_timer)
             self.ready_pub = announce_ready(self)
@@ -207,8 +216,7 @@ class CameraNode(LeanNode):
             return
         on = any(self.watchers().values()) and self.gl_error is None
         if on and self.thread is None:
-            self.thread = threading.Thread(target=self._render_loop, name="camera-render", daemon=True)
-            self.thread.start()
+            self._start_render_thread()
         if self.frame_mode:
             return  # reads every period whoever watches: the plant waits for its answers
         if on and self.samples_sub is None:
@@ -218,6 +226,10 @@ class CameraNode(LeanNode):
             self.destroy_subscription(self.samples_sub)
             self.samples_sub = None
             self.picker.last_index = None
+
+    def _start_render_thread(self) -> None:
+        self.thread = threading.Thread(target=self._render_loop, name="camera-render", daemon=True)
+        self.thread.start()
 
     def on_scene(self, msg: String) -> None:
         """The plant's scene (latched; re-sent at a restart): a new renderer only when the world changed."""
