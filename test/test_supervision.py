@@ -20,7 +20,13 @@ from harness import wait_for
 from vasimov import graph_status
 from vasimov_tools import launch_file
 from vasimov_tools.launch_file import LaunchDescription, NodeSpec
-from vasimov_tools.supervisor import EXIT_OBSERVER_FAILED, MAX_BACKOFF_S, Supervisor, restart_delay
+from vasimov_tools.supervisor import (
+    EXIT_KILLED_WITH_DATA,
+    EXIT_OBSERVER_FAILED,
+    MAX_BACKOFF_S,
+    Supervisor,
+    restart_delay,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = ROOT / "launch" / "bringup.launch.yaml"
@@ -195,3 +201,34 @@ def test_an_observer_with_a_configuration_error_is_not_restarted(tmp_path, capsy
     finally:
         run.stop()
     assert "its configuration is wrong" in capsys.readouterr().err
+
+
+def test_a_node_that_writes_out_at_the_stop_gets_its_own_grace(tmp_path, capsys):
+    """The recorder closes its bag after SIGINT; on a busy machine that took longer than the supervisor's default
+    grace, and a kill left an unreadable bag behind a run that exited 0. Its spec carries a longer grace, and a kill
+    that loses data is an exit code of its own."""
+    slow_close = "trap 'sleep 2; touch {done}; exit 0' INT\nwhile true; do sleep 0.1; done"
+    run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),
+                _node("recorder", _script(tmp_path, "rec", slow_close.format(done=tmp_path / "rec.done")),
+                      stop_grace_s=8.0, kill_loses_data=True)])
+    run.sup.grace_s = 1.0  # shorter than the recorder's close: its own grace must apply
+    wait_for(lambda: _pids(tmp_path, "rec") and _pids(tmp_path, "plant"), 10, "both nodes to start")
+    assert run.stop() == 0
+    assert (tmp_path / "rec.done").is_file()  # it finished writing
+    assert "waiting up to 8 s for 'recorder' to finish writing" in run.out.getvalue()
+
+    never = "trap '' INT\nwhile true; do sleep 0.1; done"
+    run = _Run([_node("plant", _script(tmp_path, "plant2", "exec sleep 60"), shutdown_on_exit=True),
+                _node("recorder", _script(tmp_path, "rec2", never), stop_grace_s=1.0, kill_loses_data=True)])
+    wait_for(lambda: _pids(tmp_path, "rec2") and _pids(tmp_path, "plant2"), 10, "both nodes to start")
+    assert run.stop() == EXIT_KILLED_WITH_DATA
+    err = capsys.readouterr().err
+    assert "'recorder' was killed before it finished writing: its output is incomplete" in err
+
+
+def test_the_recorder_closes_its_bag_with_a_longer_grace(tmp_path):
+    from vasimov_tools.cli import RECORDER_STOP_GRACE_S, with_recorder
+
+    rec = with_recorder(launch_file.load(LAUNCH), LAUNCH, {}, tmp_path / "bag").nodes[-1]
+    assert rec.stop_grace_s == RECORDER_STOP_GRACE_S > 10.0 and rec.kill_loses_data
+    assert all(n.stop_grace_s is None and not n.kill_loses_data for n in launch_file.load(LAUNCH).nodes)

@@ -167,6 +167,10 @@ def cmd_scenes(ns: argparse.Namespace) -> int:
 
 # -- recording and graph introspection (vasimov_tools.record, vasimov_tools.introspect) ------------------------------
 RECORDER_NODE = "recorder"
+# s the recorder gets to close its bag after the stop (the other nodes: the supervisor's 10 s). It runs at niceness
+# 19, and on a machine whose two cores were busy with other work it took longer than 10 s; it was killed, and the
+# bag had no footer and no metadata.yaml (unreadable), while `vasimov up` exited 0.
+RECORDER_STOP_GRACE_S = 60.0
 
 
 def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: dict[str, str],
@@ -209,7 +213,8 @@ def with_recorder(desc: launch_file.LaunchDescription, launch: Path, overrides: 
                 "expected_nodes": ",".join(n.name for n in desc.nodes),
                 "seed": int(desc.args.get("seed", "-1") or -1), "policy": desc.args.get("policy", ""),
                 "scene": desc.args.get("scene", ""), "realism": desc.args.get("realism", ""),
-                "time_mode": "lockstep" if lockstep else "realtime", "launch_file": str(launch.resolve())})
+                "time_mode": "lockstep" if lockstep else "realtime", "launch_file": str(launch.resolve())},
+        stop_grace_s=RECORDER_STOP_GRACE_S, kill_loses_data=True)
     return dataclasses.replace(desc, nodes=(*desc.nodes, spec))
 
 

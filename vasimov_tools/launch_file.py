@@ -50,6 +50,11 @@ class NodeSpec:
     respawn: bool = False
     respawn_delay: float = 0.0
     respawn_max_retries: int = -1
+    # s the supervisor waits after SIGINT before SIGKILL (None: its default). Not a launch-file attribute: set for
+    # nodes whose stop writes something out (the recorder closing its bag), where a kill loses data.
+    stop_grace_s: float | None = None
+    # a kill during the stop loses data this node holds: the run then does not exit 0
+    kill_loses_data: bool = False
 
     def ros_args(self) -> list[str]:
         """The `--ros-args ...` tail for the node's command line, in the order launch_ros uses."""

@@ -43,6 +43,7 @@ _PR_SET_PDEATHSIG = 1
 # A node's output line that starts with this is also repeated in the summary `vasimov up` prints at exit (the
 # plant's achieved real-time factor, for instance), where it is not lost among the nodes' logs.
 EXIT_OBSERVER_FAILED = 7  # the run ended normally, but an observer died on the way (restarted or not)
+EXIT_KILLED_WITH_DATA = 8  # the run ended, but a node that was still writing out data had to be killed (NodeSpec)
 MAX_BACKOFF_S = 30.0  # longest wait before an observer's restart
 # A node's exit code for a configuration error (vasimov.ros.spin.EXIT_CONFIG; not imported here, it pulls in rclpy):
 # starting it again with the same configuration cannot help, so such an observer is not restarted.
@@ -152,6 +153,7 @@ class Supervisor:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._killed_hard = False
+        self.killed_with_data: list[str] = []  # nodes killed during the stop before they finished writing
         self.summaries: dict[str, str] = {}  # node name -> its last SUMMARY_TAG line
         self._status_dir = Path(tempfile.mkdtemp(prefix="vasimov-graph-"))
         self.status_path = self._status_dir / "status.json"
@@ -196,6 +198,8 @@ class Supervisor:
                 self._say(f"observer '{c.spec.name}' exited {c.exits} time(s) during the run, restarted "
                           f"{c.restarts} time(s), last {c.last_exit}; {c.state} at the end", error=True)
             shutil.rmtree(self._status_dir, ignore_errors=True)
+        if code == 0 and self.killed_with_data:
+            return EXIT_KILLED_WITH_DATA
         return EXIT_OBSERVER_FAILED if code == 0 and lost else code
 
     def request_stop(self) -> None:
@@ -279,15 +283,25 @@ class Supervisor:
         alive = [c for c in self._children if c.proc.poll() is None]
         for c in alive:
             self._signal(c, signal.SIGINT)
-        deadline = time.monotonic() + self.grace_s
-        for c in alive:
+        start = time.monotonic()
+        told = False
+        # the nodes with the longest grace last: the others are waited for (and killed) first
+        for c in sorted(alive, key=self._grace):
+            grace = self._grace(c)
+            if not told and grace > self.grace_s and c.proc.poll() is None:
+                told = True
+                self._say(f"waiting up to {grace:.0f} s for '{c.spec.name}' to finish writing")
             try:
-                c.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                c.proc.wait(timeout=max(0.0, start + grace - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self._say(f"node '{c.spec.name}' ignored SIGINT for {self.grace_s:.0f} s; killing it", error=True)
+                self._say(f"node '{c.spec.name}' ignored SIGINT for {grace:.0f} s; killing it", error=True)
                 self._signal(c, signal.SIGKILL)
                 c.proc.wait()
                 self._killed_hard = True
+                if c.spec.kill_loses_data:
+                    self.killed_with_data.append(c.spec.name)
+                    self._say(f"'{c.spec.name}' was killed before it finished writing: its output is incomplete",
+                              error=True)
         for c in self._children:
             if c.pump is not None:
                 c.pump.join(timeout=2.0)
@@ -298,6 +312,11 @@ class Supervisor:
             clean_shared_memory()
 
     # -- helpers ---------------------------------------------------------------------------------------------
+    def _grace(self, child: _Child) -> float:
+        """Seconds between SIGINT and SIGKILL for ``child`` at the stop."""
+        g = child.spec.stop_grace_s
+        return self.grace_s if g is None else max(g, 0.0)
+
     def pids(self) -> dict[str, int]:
         return {c.spec.name: c.proc.pid for c in self._children}
 
