@@ -166,9 +166,7 @@ class CameraNode(LeanNode):
             self.samples_sub = self.create_subscription(PlantSamples, topics.PLANT_SAMPLES, self.on_samples,
                                                         self.samples_qos)
             self.join_timer = self.create_timer(0.02, self._join, clock=steady)
-        # lockstep frames put the camera on the loop's critical path (the plant waits for every period's answer):
-        # an observer's low priority would make the whole run wait on it whenever the machine is busy
-        renice_all_threads(0 if self.frame_mode else int(self.p["cpu_nice"]))
+        renice_all_threads(int(self.p["cpu_nice"]))
         self.ready = False  # the render thread has its GL context and model
         self.thread: threading.Thread | None = None  # started by the first watcher: no GL, no model before
         if self.enabled:
