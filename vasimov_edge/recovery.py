@@ -142,6 +142,8 @@ class RecoveryChain:
 
     def __init__(self, params: RecoveryParams | None = None) -> None:
         self.params = params or RecoveryParams()
+        self._protect_kp = STAND_KP * self.params.protect_kp_scale
+        self._protect_kp[ARM_JOINTS] = STAND_KP[ARM_JOINTS] * self.params.protect_arm_kp_scale
         self.reset()
 
     def reset(self) -> None:
@@ -172,10 +174,8 @@ class RecoveryChain:
         self._enter(Phase.FALLING, t, q)
 
     def _protect_gains(self) -> tuple[np.ndarray, np.ndarray]:
-        p = self.params
-        kp = STAND_KP * p.protect_kp_scale
-        kp[ARM_JOINTS] = STAND_KP[ARM_JOINTS] * p.protect_arm_kp_scale
-        return kp, STAND_KD.copy()
+        """The protective pose's gains: legs (and the rest) compliant, arms stiff (fixed by the params)."""
+        return self._protect_kp.copy(), STAND_KD.copy()
 
     def start_getup(self, t: float, q: np.ndarray) -> None:
         """Lying (limp) and asked to stand: settle, then get up."""

@@ -29,13 +29,12 @@ import numpy as np
 
 from vasimov_edge.firmware import FirmwareParams
 from vasimov_tools.closed_loop import ClosedLoop
+from vasimov_tools.push_limit import DIRECTIONS  # the push-direction names the bench uses
 from vasimov_tools.walk_bench import boot as bench_boot
 from vasimov_tools.walk_bench import default_backend_factory
 
 TORSO = ("pelvis_link", "waist_yaw_link")
-HEAD = "neck_pitch_link"
 NECK_AND_HEAD = ("neck_yaw_link", "neck_pitch_link")
-DIRECTIONS = {"front": (1.0, 0.0), "back": (-1.0, 0.0), "left": (0.0, 1.0), "right": (0.0, -1.0)}
 
 
 class FallMeter:
@@ -92,7 +91,7 @@ def knockdown(direction: str, recovery: bool, delay: float, force: float, walkin
     for _ in range(round(lead / loop.control_period)):
         keepalive.send(walking, 0.0, 0.0)
         loop.step_tick()
-    ux, uy = DIRECTIONS[direction]
+    ux, uy, _ = DIRECTIONS[direction]
     loop.plant.apply_push("pelvis_link", (force * ux, force * uy, 0.0), push_s)
     meter.on = True
     phases: list[str] = []
