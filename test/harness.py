@@ -300,9 +300,12 @@ def sim_restart() -> None:
     wait_for(lambda: (sim_truth_or_none() or {}).get("epoch", -1) > before, 15, "virtual restart")
 
     def firmware_damp() -> bool:
+        # the new life's firmware state: the bridge's last one may still be the old life's DAMP (a latched fall
+        # reports DAMP too), read before the edge saw the new epoch's first tick
         try:
-            return http_json(f"{SIM_API}/firmware").get("mode") == "DAMP"
+            fw = http_json(f"{SIM_API}/firmware")
         except OSError:
             return False
+        return fw.get("epoch", -1) > before and fw.get("mode") == "DAMP"
 
     wait_for(firmware_damp, 10, "firmware back in DAMP")

@@ -95,11 +95,18 @@ def _damp_a_free_standing_robot(home: str) -> dict:
     r = run_menlo("damp", "-y", home=home)
     assert r.returncode == 0, r.stdout + r.stderr
     assert _status(home)["robot_mode"] == "DAMP"  # before or after the fall: a latched fault reports DAMP too
+    seen: list[dict] = []
+
     def fallen() -> dict | None:
         s = _status(home)
+        seen.append(s)
         return s if "FALL_DETECTED" in s["faults"] else None
 
-    return wait_for(fallen, 15, "the collapse to latch FALL_DETECTED")
+    try:
+        return wait_for(fallen, 15, "the collapse to latch FALL_DETECTED")
+    except AssertionError as e:  # say what the robot was doing instead
+        raise AssertionError(f"{e}; last status {seen[-1] if seen else None}; firmware {_firmware()}; "
+                             f"truth {_truth_or_none()}") from None
 
 
 def test_menlo_damp_of_a_standing_robot_reports_damp_with_fall_detected(graph, home):
