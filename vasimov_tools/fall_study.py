@@ -13,6 +13,7 @@ only):
 
     .venv/bin/python -m vasimov_tools.fall_study --trials 5            # standing, 4 directions
     .venv/bin/python -m vasimov_tools.fall_study --trials 5 --walking 0.2
+    .venv/bin/python -m vasimov_tools.fall_study --trials 5 --scene flat+wet   # the wet floor (mu 0.4)
 
 Prints one JSON line per trial and a Markdown table of medians and maxima per direction.
 """
@@ -27,6 +28,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from vasimov.scenes import parse_scene
 from vasimov_edge.firmware import FirmwareParams
 from vasimov_tools.closed_loop import ClosedLoop
 from vasimov_tools.push_limit import DIRECTIONS  # the push-direction names the bench uses
@@ -82,9 +84,11 @@ class FallMeter:
 
 
 def knockdown(direction: str, recovery: bool, delay: float, force: float, walking: float,
-              seconds: float, push_s: float = 0.3) -> dict[str, Any]:
-    """One knock-down: boot, balance (and walk at ``walking`` m/s), wait ``delay`` s, push, run ``seconds``."""
-    loop = ClosedLoop.create(default_backend_factory(), seed=0, firmware_params=FirmwareParams(recovery=recovery))
+              seconds: float, push_s: float = 0.3, scene: str = "flat") -> dict[str, Any]:
+    """One knock-down: boot, balance (and walk at ``walking`` m/s), wait ``delay`` s, push, run ``seconds``. ``scene``
+    is a scene name as ``vasimov scenes`` lists it, with a floor override (``flat+wet``: the wet floor)."""
+    loop = ClosedLoop.create(default_backend_factory(), seed=0, firmware_params=FirmwareParams(recovery=recovery),
+                             scene=parse_scene(scene, seed=0))
     keepalive = bench_boot(loop, "balance", 1.0)
     meter = FallMeter(loop.plant)
     lead = (2.0 if walking else 0.0) + delay
@@ -105,8 +109,8 @@ def knockdown(direction: str, recovery: bool, delay: float, force: float, walkin
             phases.append(ph)
     fw = loop.last_fw
     assert fw is not None
-    return {"direction": direction, "recovery": recovery, "delay_s": round(delay, 3), "walking": walking,
-            "force_n": force, "head_m_s": round(meter.head_v or 0.0, 3),
+    return {"direction": direction, "recovery": recovery, "scene": scene, "delay_s": round(delay, 3),
+            "walking": walking, "force_n": force, "head_m_s": round(meter.head_v or 0.0, 3),
             "torso_m_s": round(meter.torso_v or 0.0, 3), "joint_rad_s": round(meter.joint_v, 2),
             "fell": bool(fw.fault_latched or phases), "phases": phases}
 
@@ -134,13 +138,14 @@ def main() -> None:
     ap.add_argument("--walking", type=float, default=0.0, help="walk at this forward speed before the push")
     ap.add_argument("--seconds", type=float, default=3.0, help="simulated seconds after the push")
     ap.add_argument("--direction", action="append", choices=tuple(DIRECTIONS))
+    ap.add_argument("--scene", default="flat", help="scene with optional floor override, e.g. flat+wet")
     a = ap.parse_args()
     rows = []
     for d in a.direction or tuple(DIRECTIONS):
         for k in range(a.trials):
             delay = 0.8 * k / max(1, a.trials)
             for on in (False, True):
-                r = knockdown(d, on, delay, a.force, a.walking, a.seconds, a.push_s)
+                r = knockdown(d, on, delay, a.force, a.walking, a.seconds, a.push_s, a.scene)
                 print(json.dumps(r), flush=True)
                 rows.append(r)
     print(table(rows))
