@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vasimov.alerts import ALERT_FALL_DETECTED
+from vasimov.alerts import ALERT_FALL_DETECTED, SEVERITY_CRITICAL, SEVERITY_WARNING
 from vasimov.boot_states import BootState
 from vasimov.command_rules import Reason
 from vasimov.commands import DampCommand, StandCommand, TrajectoryCommand, VelocityCommand
@@ -62,10 +62,15 @@ def _fall_alert(out: FirmwareOutput) -> bool:
     return any(a.id == ALERT_FALL_DETECTED for a in out.alerts)
 
 
+def _fall_severity(out: FirmwareOutput) -> int:
+    return next(a.severity for a in out.alerts if a.id == ALERT_FALL_DETECTED)
+
+
 def test_recovery_off_keeps_the_hardware_latch() -> None:
     r = Rig(recovery=False, boot=BootState.LYING_FRONT)
     out = r.tick()
     assert out.fault_latched and out.mode is Mode.DAMP and out.error_flags and out.recovery_phase == ""
+    assert _fall_severity(out) == SEVERITY_CRITICAL
     assert r.submit(StandCommand()) is not None  # FAULT_DAMPED: needs a restart
     assert out.counters["recovery_getups"] == 0
 
@@ -74,9 +79,13 @@ def test_lying_boot_stand_gets_up_and_leaves_stand_then_balance_arms() -> None:
     r = Rig(boot=BootState.LYING_FRONT)
     out = r.tick()
     assert out.mode is Mode.DAMP and not out.fault_latched and out.error_flags == 0 and _fall_alert(out)
+    # a WARNING, not the catalog's CRITICAL: the SDK reads any critical alert as a latch (State.faulted) and its
+    # `menlo stand -y` would give up at once; nothing is latched while the chain may still get up
+    assert _fall_severity(out) == SEVERITY_WARNING
     assert r.submit(StandCommand()) is None
     out = r.tick()
     assert out.mode is Mode.STAND and not out.armed and out.recovery_phase == "SETTLING" and _fall_alert(out)
+    assert _fall_severity(out) == SEVERITY_WARNING
     out = r.run_until(lambda o: o.recovery_phase == "GETUP_FRONT", 2.0)
     rej = r.submit(VelocityCommand(0.2, 0.0, 0.0))
     assert rej is not None and rej.reason == Reason.GATE and rej.extra["counter"] == "velocity_during_recovery"
@@ -151,6 +160,7 @@ def test_out_of_retries_latches_the_fall_like_the_robot() -> None:
         if out.fault_latched:
             break
     assert out.fault_latched and out.mode is Mode.DAMP and out.error_flags
+    assert _fall_severity(out) == SEVERITY_CRITICAL  # latched now: the robot's critical fall alert
     assert out.counters["recovery_failures"] == 1 and out.counters["fall_latches"] == 1
     assert out.counters["recovery_retries"] == 4
     assert r.submit(StandCommand()) is not None  # latched: a restart, as on the robot

@@ -473,7 +473,7 @@ class SdkBridgeNode(LeanNode):
                 "firmware_stale": self.stale_since_us is not None, "move_submode": fw.move_submode, "armed": fw.armed,
                 "error_flags": fw.error_flags, "control_source": fw.control_source,
                 "policy_active": fw.policy_active, "gantry_engaged": fw.gantry_engaged,
-                "velocity_command": list(fw.velocity_command),
+                "velocity_command": list(fw.velocity_command), "recovery_phase": fw.recovery_phase,
                 "alerts": [{"id": a.id, "name": a.name, "severity": a.severity} for a in fw.alerts]}
 
 

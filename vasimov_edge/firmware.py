@@ -90,6 +90,8 @@ from vasimov.alerts import (
     ALERT_MOTOR_COMM_LOSS,
     ALERT_MOTOR_OVERTEMP,
     ALERT_MOTOR_TEMP_HIGH,
+    SEVERITY_CRITICAL,
+    SEVERITY_WARNING,
     alert_name,
     latched_flags,
 )
@@ -723,7 +725,12 @@ class Firmware:
             self._counters["recovery_falls"] += 1
             self._enter(Mode.STAND, MoveSubmode.NONE)
             self._recovery.start_fall(t, q, g)
-        self._alerts.update(ALERT_FALL_DETECTED, 0, fallen or self._recovery.active, tilt, trip_tilt, t)
+        # DECISION (twin-only): raised as a WARNING, not the catalog's CRITICAL. The SDK reads any critical alert as
+        # a latched fault (`State.faulted`: "it stays latched until the firmware restarts"), so `menlo stand -y`
+        # from a lying boot gave up at once with exit code 3 while the firmware got up; nothing is latched here.
+        # The chain out of retries latches, and the alert turns CRITICAL with it (_run_recovery).
+        self._alerts.update(ALERT_FALL_DETECTED, 0, fallen or self._recovery.active, tilt, trip_tilt, t,
+                            severity=SEVERITY_WARNING)
 
     def _run_recovery(self, t: float, q: np.ndarray, g: np.ndarray) -> _Targets | None:
         """One tick of the recovery chain; its targets, or None (no chain: the mode's own targets)."""
@@ -735,7 +742,7 @@ class Firmware:
         self._counters["recovery_retries"] += max(0, chain.retries - retries)
         if chain.phase is Phase.FAILED:
             self._counters["recovery_failures"] += 1
-            self._alerts.update(ALERT_FALL_DETECTED, 0, True, 0.0, 0.0, t)
+            self._alerts.update(ALERT_FALL_DETECTED, 0, True, 0.0, 0.0, t, severity=SEVERITY_CRITICAL)
             self._latch(ALERT_FALL_DETECTED, "fall_latches")  # out of retries: the robot's own fall latch
             return None
         if chain.done:

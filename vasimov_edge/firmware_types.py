@@ -314,18 +314,21 @@ class _AlertBook:
     def clear(self) -> None:
         self._entries.clear()
 
-    def update(self, alert_id: int, source_id: int, active: bool, value: float, threshold: float, t: float) -> None:
-        """The condition of ``alert_id`` now; while active, ``source_id``/``value`` name its current worst source."""
+    def update(self, alert_id: int, source_id: int, active: bool, value: float, threshold: float, t: float,
+               severity: int | None = None) -> None:
+        """The condition of ``alert_id`` now; while active, ``source_id``/``value`` name its current worst source.
+        ``severity`` overrides the catalog's (and an active entry's) severity; None keeps it."""
         key = alert_id
         entry = self._entries.get(key)
         if active:
             v = _uint32(value)
             if entry is None:
-                severity = alert_severity(alert_id)
-                alert = Alert(alert_id, severity, v, _uint32(threshold), _us(t), source_id, alert_name(alert_id))
+                sev = alert_severity(alert_id) if severity is None else severity
+                alert = Alert(alert_id, sev, v, _uint32(threshold), _us(t), source_id, alert_name(alert_id))
                 self._entries[key] = _AlertBook._Entry(alert)
             else:
-                entry.alert = replace(entry.alert, value=v, source_id=source_id)
+                sev = entry.alert.severity if severity is None else severity
+                entry.alert = replace(entry.alert, value=v, source_id=source_id, severity=sev)
                 entry.ended_at = None
         elif entry is not None:
             if entry.ended_at is None:
