@@ -93,6 +93,7 @@ from vasimov.alerts import (
     SEVERITY_CRITICAL,
     SEVERITY_WARNING,
     alert_name,
+    alert_severity,
     latched_flags,
 )
 from vasimov.boot_states import DEFAULT_BOOT, BootState
@@ -692,7 +693,9 @@ class Firmware:
         if p.recovery and not self._latched:
             self._check_fall_recovery(t, q, g, fallen, tilt, trip_tilt)
         else:
-            self._alerts.update(ALERT_FALL_DETECTED, 0, fallen, tilt, trip_tilt, t)
+            # the catalog's severity (CRITICAL), also over a recovery chain's WARNING entry when another fault latched
+            self._alerts.update(ALERT_FALL_DETECTED, 0, fallen, tilt, trip_tilt, t,
+                                severity=alert_severity(ALERT_FALL_DETECTED))
             if fallen:
                 self._latch(ALERT_FALL_DETECTED, "fall_latches")
 
