@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,13 @@ def pytest_runtest_makereport(item, call):
             if n.proc.poll() is None:
                 report.sections.append((f"{n.executable} log (pid {n.proc.pid}, domain {n.domain})",
                                         n.output()[-6000:]))
+
+
+@pytest.fixture
+def home():
+    """A fresh HOME for the `menlo` CLI (its robot list lives there)."""
+    with tempfile.TemporaryDirectory(prefix="menlo-home-") as d:
+        yield d
 
 
 @pytest.fixture

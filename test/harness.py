@@ -189,6 +189,13 @@ def run_menlo(*args: str, home: str, timeout: float = 60.0) -> subprocess.Comple
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def menlo_status(home: str) -> dict:
+    """`menlo status --json`, parsed (the command must succeed)."""
+    r = run_menlo("status", "--json", home=home)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
 class CpuBurner:
     """`with CpuBurner(cores, max_s):` keeps `cores` CPUs busy with spinning processes (a user's own Python work
     competing with the graph). Each spinner also ends on its own after `max_s`, so a crashed test leaves none."""

@@ -6,26 +6,10 @@ the firmware restarts") while the firmware had accepted STAND and was getting up
 
 from __future__ import annotations
 
-import json
-import tempfile
-
 import pytest
-from harness import Graph, http_json, run_menlo, sim_truth_or_none, wait_for
+from harness import Graph, menlo_status, run_menlo, sim_firmware, sim_truth_or_none, wait_for
 
 pytestmark = pytest.mark.graph
-API = "http://127.0.0.1:3000"
-
-
-@pytest.fixture
-def home():
-    with tempfile.TemporaryDirectory(prefix="menlo-home-") as d:
-        yield d
-
-
-def _status(home: str) -> dict:
-    r = run_menlo("status", "--json", home=home)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout)
 
 
 def test_menlo_stand_from_a_lying_boot_starts_the_get_up_without_a_latched_fault(home):
@@ -37,7 +21,8 @@ def test_menlo_stand_from_a_lying_boot_starts_the_get_up_without_a_latched_fault
         r = run_menlo("robots", "add", "sim", "--mode", "udp", "--udp", "127.0.0.1", home=home)
         assert r.returncode == 0, r.stdout + r.stderr
         # lying face down: limp, the fall alert raised, nothing latched -- and the SDK says so
-        s = wait_for(lambda: (st := _status(home)) and "FALL_DETECTED" in st["alerts"] and st, 15, "the fall alert")
+        s = wait_for(lambda: (st := menlo_status(home)) and "FALL_DETECTED" in st["alerts"] and st, 15,
+                     "the fall alert")
         assert s["robot_mode"] == "DAMP" and s["faults"] == [] and s["verdict"] != "FAULTED", s
         r = run_menlo("stand", "-y", home=home)
         # the CLI waits (up to its 10 s) for the robot to arm: it stands up (0) or is not up yet (3, "not armed"),
@@ -46,9 +31,9 @@ def test_menlo_stand_from_a_lying_boot_starts_the_get_up_without_a_latched_fault
         assert "latched" not in r.stdout + r.stderr, r.stdout + r.stderr
         if r.returncode == 3:
             assert "not armed" in r.stdout + r.stderr, r.stdout + r.stderr
-        fw = http_json(f"{API}/api/sim/firmware")
+        fw = sim_firmware()
         assert fw["mode"] == "STAND" and fw["error_flags"] == 0, fw
-        s = _status(home)
+        s = menlo_status(home)
         assert s["robot_mode"] == "STAND" and s["faults"] == [] and s["verdict"] != "FAULTED", s
         if r.returncode == 3:  # still down: the chain is running, and says where it is
             assert fw["recovery_phase"] in ("SETTLING", "ROLLING", "GETUP_BACK", "GETUP_FRONT", "STANDING_UP"), fw

@@ -11,13 +11,12 @@ import json
 import math
 import os
 import socket
-import tempfile
 import threading
 import time
 
 import numpy as np
 import pytest
-from harness import Graph, cmdline, http_json, http_json_when_ready, run_menlo, sim_restart, wait_for
+from harness import Graph, cmdline, http_json, http_json_when_ready, menlo_status, run_menlo, sim_restart, wait_for
 from harness import sim_firmware as _firmware
 from harness import sim_truth_or_none as _truth_or_none
 from menlo.asimov import ConnectionConfig, Mode, Robot, RobotFaultedError, UdpConfig
@@ -50,12 +49,6 @@ def _robot() -> Robot:
     return robot
 
 
-@pytest.fixture
-def home():
-    with tempfile.TemporaryDirectory(prefix="menlo-home-") as d:
-        yield d
-
-
 def test_version_endpoint_is_exactly_what_the_sdk_checks(graph):
     body = http_json(f"{API}/api/version")
     assert body == {"robot_model": "asimov_1", "robot_os_version": "0.2.0"}
@@ -81,12 +74,6 @@ def test_cli_adds_the_robot_stands_balances_and_damps(graph, home):
     _damp_a_free_standing_robot(home)
 
 
-def _status(home: str) -> dict:
-    r = run_menlo("status", "--json", home=home)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout)
-
-
 def _damp_a_free_standing_robot(home: str) -> dict:
     """`menlo damp` of a robot standing on its own feet: it is DAMP at once, and it really collapses (the CLI itself
     warns "a standing robot falls"), so the firmware latches FALL_DETECTED, still reporting DAMP, with the fault in
@@ -94,11 +81,11 @@ def _damp_a_free_standing_robot(home: str) -> dict:
     assert not _firmware()["gantry_engaged"]  # free-standing: off the gantry hook
     r = run_menlo("damp", "-y", home=home)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert _status(home)["robot_mode"] == "DAMP"  # before or after the fall: a latched fault reports DAMP too
+    assert menlo_status(home)["robot_mode"] == "DAMP"  # before or after the fall: a latched fault reports DAMP too
     seen: list[dict] = []
 
     def fallen() -> dict | None:
-        s = _status(home)
+        s = menlo_status(home)
         seen.append(s)
         return s if "FALL_DETECTED" in s["faults"] else None
 

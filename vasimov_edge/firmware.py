@@ -90,7 +90,6 @@ from vasimov.alerts import (
     ALERT_MOTOR_COMM_LOSS,
     ALERT_MOTOR_OVERTEMP,
     ALERT_MOTOR_TEMP_HIGH,
-    SEVERITY_CRITICAL,
     SEVERITY_WARNING,
     alert_name,
     alert_severity,
@@ -745,7 +744,8 @@ class Firmware:
         self._counters["recovery_retries"] += max(0, chain.retries - retries)
         if chain.phase is Phase.FAILED:
             self._counters["recovery_failures"] += 1
-            self._alerts.update(ALERT_FALL_DETECTED, 0, True, 0.0, 0.0, t, severity=SEVERITY_CRITICAL)
+            self._alerts.update(ALERT_FALL_DETECTED, 0, True, 0.0, 0.0, t,
+                                severity=alert_severity(ALERT_FALL_DETECTED))  # the catalog's CRITICAL
             self._latch(ALERT_FALL_DETECTED, "fall_latches")  # out of retries: the robot's own fall latch
             return None
         if chain.done:
