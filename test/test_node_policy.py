@@ -119,6 +119,22 @@ def test_hold_backend_answers_every_tick_with_the_contract_observation(node_fact
                 assert list(s.observation[6:9]) == [0.0, 0.0, 0.0], f"tick {s.tick} used another life's command"
             fake.restart(command=(0.1, 0.2, -0.3))
             wait_for(lambda: len(_with_command(probe, 2, (0.1, 0.2, -0.3))) >= 5, 20, "the new life's command")
+        assert " walks vx" not in _node.output(), "the hold backend walks nothing it could limit"
+    finally:
+        probe.close()
+
+
+def test_builtin_walker_says_once_when_it_walks_less_than_commanded(node_factory):
+    node, probe, fake = _start(node_factory, "builtin")
+    fake.command = (0.4, 0.0, 0.0)  # the SDK's forward limit; the built-in walker walks at most 0.3 m/s
+    notice = "builtin walks vx +0.30 m/s, vy +0.00 m/s, vyaw +0.00 rad/s of the commanded vx +0.40 m/s"
+    try:
+        with Repeater(fake.publish_once):
+            # the built-in walker carries no 78-D observation to find the command in: answers, then the notice
+            wait_for(lambda: len(probe.all(topics.POLICY_STEP)) >= 40, 40, "40 answers")
+            wait_for(lambda: notice in node.output(), 10, "the policy runner's notice")
+        assert node.output().count(" walks vx") == 1, node.output()[-2000:]
+        assert "[WARN]" in next(line for line in node.output().splitlines() if notice in line)
     finally:
         probe.close()
 

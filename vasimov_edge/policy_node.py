@@ -22,6 +22,7 @@ from vasimov.ros.lockstep import join_lockstep
 from vasimov.ros.params import COMMON, ParamSpec, declare
 from vasimov.ros.spin import run_node
 from vasimov.tick_sync import TickSync
+from vasimov_edge.policy.command_notice import CommandLimitNotice
 from vasimov_edge.policy.interface import PolicyInput, PolicyOutput
 from vasimov_edge.policy.registry import make_backend
 
@@ -55,6 +56,7 @@ class PolicyNode(LeanNode):
             subscribe_tick()
         self.m = PolicyStep()
         self.m.backend = self.backend.name
+        self.notice = CommandLimitNotice(self.backend.name)
         self.get_logger().info(f"policy runner ready: backend {self.backend.name}")
 
     def on_firmware(self, msg: FirmwareState) -> None:
@@ -71,6 +73,7 @@ class PolicyNode(LeanNode):
             self.latest_fw = None
             self.pending.clear()
             self.backend.reset()
+            self.notice.reset()
             self.was_active = False
         self.sync.put("state", int(msg.epoch), int(msg.tick), msg)
         self.pending.append(int(msg.tick))
@@ -111,6 +114,9 @@ class PolicyNode(LeanNode):
         t0 = time.perf_counter()
         out = self.backend.step(inp)
         elapsed = time.perf_counter() - t0
+        said = self.notice.update(inp.sim_time, command, out.command_used if active else None)
+        if said is not None:
+            self.get_logger().warning(said)
         self._publish(state, out, elapsed)
 
     def _publish(self, state: PlantState, out: PolicyOutput, elapsed: float) -> None:

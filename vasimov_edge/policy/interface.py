@@ -38,6 +38,9 @@ class PolicyOutput:
     kd: np.ndarray | None = None  # (23,)
     observation: np.ndarray | None = None  # the backend's observation vector (78 for the ONNX contract)
     action: np.ndarray | None = None  # raw network output (23) where there is one
+    # (3,) the velocity the backend walks after its own envelope (vx, vy m/s, vyaw rad/s), where it limits the
+    # command beyond the firmware's caps; None: it walks the command as given
+    command_used: np.ndarray | None = None
 
 
 class PolicyBackend(Protocol):

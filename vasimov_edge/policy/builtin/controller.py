@@ -213,5 +213,6 @@ class BuiltinController:
         tel.zmp_ref = zmp.copy()
         tel.steps = gait.steps
         out = motor.output(q_des, tau, kp, kd)
+        out.command_used = self.command.target.copy()  # the command inside the walked envelope (command_shaping)
         tel.compute_s = time.perf_counter() - t0
         return out

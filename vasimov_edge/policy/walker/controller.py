@@ -92,6 +92,7 @@ class WalkerV2:
         self.swing_t0 = 0.0
         self.t_hold = 0.0  # s the first double support was held beyond ``double_support`` (the reference waits)
         self.cmd = np.zeros(3)
+        self.cmd_target = np.zeros(3)  # the command inside this walker's envelope (``_shape_command``)
         self.gait_vel = np.zeros(2)  # planar velocity the steps are sized for (heading frame)
         self.heading = 0.0
         self.heading_goal = 0.0  # integrated commanded heading, IMU frame
@@ -125,6 +126,7 @@ class WalkerV2:
         lim = np.array(cfg.command_limit)
         target = np.clip(np.nan_to_num(np.asarray(raw, dtype=np.float64)), -lim, lim)
         target[np.abs(target) < cfg.dead_band] = 0.0
+        self.cmd_target = target
         step = np.array(cfg.accel) * cfg.dt
         self.cmd = self.cmd + np.clip(target - self.cmd, -step, step)
 
@@ -324,6 +326,7 @@ class WalkerV2:
         tel.mode, tel.stance = self.mode, (self.stance if swing is not None else "both")
         tel.dcm, tel.zmp, tel.steps = xi, zmp, self.steps
         out = self.body.output(q_des, tau, swing)
+        out.command_used = self.cmd_target.copy()
         tel.compute_s = time.perf_counter() - t0
         return out
 
