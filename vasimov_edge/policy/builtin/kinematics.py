@@ -11,6 +11,7 @@ declaration order cannot silently permute a leg.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
@@ -26,6 +27,22 @@ FOOT_GEOM_PREFIX = "{side}_foot"  # the sheet's contact spheres: <side>_foot<k>_
 ROOT_BODY = "pelvis_link"
 
 Vec = NDArray[np.float64]
+
+try:  # the LAPACK gesv gufunc np.linalg.solve calls for one right-hand side, without the wrapper's per-call cost
+    from numpy.linalg._umath_linalg import solve1 as _gesv
+except ImportError:  # pragma: no cover - a numpy without the private module: the public call, same result
+    _gesv = None
+
+
+def solve_small(a: Vec, b: Vec) -> Vec:
+    """``np.linalg.solve(a, b)`` bit for bit, for a nonsingular ``a`` (the leg IK's damped normal equations).
+
+    Why: the IK solves two 6x6 systems per iteration, ~9 a tick, and the public wrapper's type checks and error
+    state cost ~4x the LU itself. Singularity is not checked: the damping keeps the matrix positive definite.
+    """
+    if _gesv is None:
+        return np.linalg.solve(a, b)
+    return _gesv(a, b, signature="dd->d")
 
 
 def _load_default_model() -> mujoco.MjModel:
@@ -63,12 +80,14 @@ def clamp(x: float, lo: float, hi: float) -> float:
 
 def rot_log(R: Vec) -> Vec:
     """Rotation vector of ``R`` (axis * angle); accurate enough for IK errors far from pi."""
-    cos_a = clamp((np.trace(R) - 1.0) * 0.5, -1.0, 1.0)
-    a = np.arccos(cos_a)
+    # scalar arithmetic (np.trace's sum in its order; math's acos and sin, which gave numpy's bits on every value
+    # tried): the leg IK calls this ~8 times a tick, where numpy's per-call dispatch cost more than the arithmetic
+    cos_a = clamp(float((R[0, 0] + R[1, 1]) + R[2, 2] - 1.0) * 0.5, -1.0, 1.0)
+    a = math.acos(cos_a)
     v = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
     if a < 1e-6:
         return 0.5 * v
-    return v * (a / (2.0 * np.sin(a)))
+    return v * (a / (2.0 * math.sin(a)))
 
 
 def roll_pitch_yaw(R: Vec) -> tuple[float, float, float]:
@@ -121,6 +140,14 @@ class RobotKinematics:
         self.base_dofs = np.arange(self.base_dof, self.base_dof + 6, dtype=np.intp)
         self._jacp = np.zeros((3, m.nv))
         self._jacr = np.zeros((3, m.nv))
+        # one leg's sole Jacobian, position rows then rotation; Fortran order, as np.vstack of the column-indexed
+        # mj_jac blocks gave it: the products below then sum in the same order, and the walk stays bit-identical
+        self._jac6 = np.zeros((6, len(LEG_JOINT_SUFFIXES)), order="F")
+        self._ones6 = np.ones(6)
+        self._damped_eye: dict[float, Vec] = {}
+        # each leg's stops, and the lines within 1e-9 of them from which a joint counts as on its stop
+        self._leg_stops = {s: (self._leg_lo[s], self._leg_hi[s], self._leg_lo[s] + 1e-9, self._leg_hi[s] - 1e-9)
+                           for s in self.legs}
         self._jcom = np.zeros((3, m.nv))
         self._bias = np.zeros(m.nv)
         for d in (self.meas, self.ik):
@@ -259,35 +286,39 @@ class RobotKinematics:
         m, d = self.model, self.ik
         d.qpos[self.base_qpos : self.base_qpos + 3] = 0.0
         d.qpos[self.base_qpos + 3 : self.base_qpos + 7] = (1.0, 0.0, 0.0, 0.0)
-        eye = damping * np.eye(6)
-        # what does not change between iterations: each leg's controlled point, its goal and its task weights
+        eye = self._damped_eye.get(damping)
+        if eye is None:
+            eye = self._damped_eye.setdefault(damping, damping * np.eye(6))
+        # what does not change between iterations: each leg's controlled point, its goal, its task weights, its stops
         plan = []
         for side, (p_des, R_des) in targets.items():
             leg = self.legs[side]
             point = leg.sole_offset if points is None or side not in points else points[side]
-            w = np.ones(6) if weights is None or side not in weights else weights[side]
-            plan.append((side, leg, R_des, point, p_des + R_des @ (point - leg.sole_offset), w))
+            w = self._ones6 if weights is None or side not in weights else weights[side]
+            plan.append((leg, R_des, point, p_des + R_des @ (point - leg.sole_offset), w, *self._leg_stops[side]))
         err = np.empty(6)
+        jac, jacp, jacr = self._jac6, self._jacp, self._jacr
         for _ in range(iterations):
             mujoco.mj_kinematics(m, d)
-            for side, leg, R_des, point, p_goal, w in plan:
+            for leg, R_des, point, p_goal, w, lo, hi, lo_in, hi_in in plan:
                 R = d.xmat[leg.foot_body].reshape(3, 3)
                 p = d.xpos[leg.foot_body] + R @ point
                 err[:3] = p_goal - p
                 err[3:] = rot_log(R_des @ R.T)
-                mujoco.mj_jac(m, d, self._jacp, self._jacr, p, leg.foot_body)
-                jac = np.vstack((self._jacp[:, leg.dof], self._jacr[:, leg.dof]))
+                mujoco.mj_jac(m, d, jacp, jacr, p, leg.foot_body)
+                jac[:3] = jacp[:, leg.dof]
+                jac[3:] = jacr[:, leg.dof]
                 q0 = d.qpos[leg.qpos]
                 jw = jac.T * w
-                dq = np.linalg.solve(jw @ jac + eye, jw @ err)
+                dq = solve_small(jw @ jac + eye, jw @ err)
                 # active set: a joint on its stop that the step pushes further out is frozen and the step redone
-                low = (q0 <= self._leg_lo[side] + 1e-9) & (dq < 0.0)
-                stuck = low | ((q0 >= self._leg_hi[side] - 1e-9) & (dq > 0.0))
+                low = (q0 <= lo_in) & (dq < 0.0)
+                stuck = low | ((q0 >= hi_in) & (dq > 0.0))
                 if stuck.any():
                     jac[:, stuck] = 0.0
                     jw = jac.T * w
-                    dq = np.linalg.solve(jw @ jac + eye, jw @ err)
-                d.qpos[leg.qpos] = np.clip(q0 + dq, self._leg_lo[side], self._leg_hi[side])
+                    dq = solve_small(jw @ jac + eye, jw @ err)
+                d.qpos[leg.qpos] = np.minimum(np.maximum(q0 + dq, lo), hi)  # np.clip's result, without its dispatch
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
         return {side: d.qpos[self.legs[side].qpos].copy() for side in targets}
