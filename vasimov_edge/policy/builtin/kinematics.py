@@ -314,7 +314,7 @@ class RobotKinematics:
                 # active set: a joint on its stop that the step pushes further out is frozen and the step redone
                 low = (q0 <= lo_in) & (dq < 0.0)
                 stuck = low | ((q0 >= hi_in) & (dq > 0.0))
-                if stuck.any():
+                if np.count_nonzero(stuck):
                     jac[:, stuck] = 0.0
                     jw = jac.T * w
                     dq = solve_small(jw @ jac + eye, jw @ err)
