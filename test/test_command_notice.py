@@ -13,7 +13,7 @@ import pytest
 
 from vasimov import joints
 from vasimov_edge.policy.builtin import BuiltinController
-from vasimov_edge.policy.command_notice import REPEAT_S, CommandLimitNotice
+from vasimov_edge.policy.command_notice import REPEAT_S, CommandLimitNotice, walks_less
 from vasimov_edge.policy.interface import PolicyInput
 
 
@@ -29,6 +29,15 @@ def test_a_limited_command_is_said_once_with_both_velocities():
     assert said is not None and said.startswith("builtin walks vx +0.30 m/s")
     assert "of the commanded vx +0.40 m/s, vy +0.00 m/s, vyaw +0.00 rad/s" in said
     assert [notice.update(1.0 + 0.02 * k, (0.4, 0.0, 0.0), (0.3, 0.0, 0.0)) for k in range(1, 500)] == [None] * 499
+
+
+def test_walks_less_is_one_rule_for_the_notice_and_the_bench():
+    assert walks_less((0.4, 0.0, 0.0), (0.3, 0.0, 0.0))
+    assert walks_less((0.0, 0.0, 0.01), (0.0, 0.0, 0.0))
+    assert not walks_less((0.2, 0.1, 0.0), (0.2005, 0.1, 0.0))
+    assert not walks_less((0.4, 0.0, 0.0), None)
+    assert not walks_less((0.4, 0.0, 0.0), (np.inf, 0.0, 0.0))
+    assert not walks_less((0.4, 0.0, 0.0), (0.3, 0.0))
 
 
 def test_a_command_walked_as_given_or_by_a_backend_without_limits_says_nothing():

@@ -110,6 +110,18 @@ def test_runner_settles_the_robot_and_scores_a_hold_pose_backend():
     json.dumps(asdict(r))  # the JSON line the CLI prints must serialise
 
 
+def test_a_command_beyond_the_walkers_envelope_is_named_in_the_tracking_failure():
+    """vx 0.4 (the SDK's limit) for 1.5 of 2 s: the built-in walker walks 0.3, so the tracking failure says the
+    command was limited on ~3/4 of its ticks; a backend that reports nothing (hold) gets no such figure."""
+    s = wb.Scenario("fast", 2.0, ((0.0, 0.0, 0.0, 0.0), (0.5, 0.4, 0.0, 0.0)),
+                    criteria=wb.Criteria(max_tracking_error=0.01, max_compute_p99=None))
+    r = wb.run_scenario(s, wb.default_backend_factory)
+    assert r.command_limited_share == pytest.approx(0.75, abs=0.02)  # the command reaches it a tick late
+    said = f"(the walker walked a smaller command on {100 * r.command_limited_share:.0f} % of its ticks)"
+    assert any(f.startswith("tracking error") and f.endswith(said) for f in r.failures), r.failures
+    assert wb.run_scenario(s, _hold_pose).command_limited_share is None
+
+
 def test_runner_is_deterministic():
     s = wb.Scenario("det", 0.6, pushes=(wb.Push(0.2, (40.0, 0.0, 0.0)),), criteria=wb.Criteria(max_compute_p99=None))
     a = wb.run_scenario(s, _hold_pose)

@@ -31,6 +31,8 @@ class TickRecord:
     policy: PolicyOutput
     policy_seconds: float = 0.0  # wall clock of the backend's step
     policy_cpu_seconds: float = 0.0  # the calling thread's CPU time of it (what a loaded machine does not inflate)
+    command: np.ndarray | None = None  # the velocity command the backend was given (the firmware's, tick before)
+    active: bool = False  # whether the backend was driving (the firmware in MOVE/POLICY)
 
 
 @dataclass
@@ -97,4 +99,4 @@ class ClosedLoop:
             self.plant.step()
         self.last_fw = fw
         self.tick += 1
-        return TickRecord(self.tick - 1, s, fw, pol, elapsed, cpu)
+        return TickRecord(self.tick - 1, s, fw, pol, elapsed, cpu, command, active)

@@ -19,6 +19,18 @@ TOLERANCE = 1e-3
 REPEAT_S = 5.0
 
 
+def walks_less(commanded: ArrayLike, used: ArrayLike | None) -> bool:
+    """Whether a backend that reports ``used`` walks a command other than ``commanded`` (the one rule the notice
+    and the bench's scores use); False for a backend that reports nothing or a broken report."""
+    if used is None:
+        return False
+    cmd = np.asarray(commanded, dtype=np.float64)
+    walked = np.asarray(used, dtype=np.float64)
+    if cmd.shape != (3,) or walked.shape != (3,) or not np.all(np.isfinite(walked)):
+        return False
+    return bool(np.any(np.abs(cmd - walked) > TOLERANCE))
+
+
 def _fmt(v: np.ndarray) -> str:
     return f"vx {v[0]:+.2f} m/s, vy {v[1]:+.2f} m/s, vyaw {v[2]:+.2f} rad/s"
 
@@ -38,16 +50,11 @@ class CommandLimitNotice:
 
     def update(self, t: float, commanded: ArrayLike, used: ArrayLike | None) -> str | None:
         """The line to log for this tick at simulated time ``t``, or None."""
-        if used is None:
+        if not walks_less(commanded, used):
             self._said = None
             return None
         cmd = np.asarray(commanded, dtype=np.float64)
         walked = np.asarray(used, dtype=np.float64)
-        if cmd.shape != (3,) or walked.shape != (3,) or not np.all(np.isfinite(walked)):
-            return None
-        if not np.any(np.abs(cmd - walked) > TOLERANCE):
-            self._said = None
-            return None
         if self._said is not None and (np.all(np.abs(cmd - self._said) <= TOLERANCE) or t - self._said_t < REPEAT_S):
             return None
         self._said, self._said_t = cmd.copy(), t
