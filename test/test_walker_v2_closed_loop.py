@@ -1,13 +1,18 @@
 """Walker v2 in the single-process lockstep loop through the firmware core (vasimov_tools.walk_bench): it stands,
-walks forward at the SDK's 0.4 m/s for a few seconds without falling, and two runs are bit-identical."""
+walks forward at the SDK's 0.4 m/s without falling (with its heel-off; flat-footed it falls), and two runs are
+bit-identical."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 pytest.importorskip("placo")
 
 from vasimov_edge.policy.registry import make_backend
+from vasimov_edge.policy.walker import WalkerV2
+from vasimov_edge.policy.walker.config import WalkerConfig
 from vasimov_tools import walk_bench as wb
 
 NO_COMPUTE = wb.Criteria(max_compute_p99=None)  # timing belongs to the benchmarks, not to unit tests
@@ -31,10 +36,23 @@ def test_walker_v2_walks_forward_at_the_sdk_limit():
     assert r.fell_at is None
     # measured 0.35 m of the 1.2 m commanded, heading 0.00 rad: the first 0.6-0.8 s shift the load and take a
     # zero-velocity first step, then the steps' velocity ramps by 0.05 m/s per step (docs/walker.md: v2 does not yet
-    # track 0.4 m/s; it falls at ~4.8 s)
+    # track 0.4 m/s)
     assert r.along > 0.25
     assert abs(r.heading) < 0.2
     assert min(s["z"] for s in trace) > 0.55
+
+
+def test_walker_v2_keeps_walking_at_the_sdk_limit_by_rolling_the_stance_sole_onto_its_toe():
+    """10 s at vx 0.4 m/s: with the stance sole rolling onto its toe line (heel-off) the walk stays up; the same
+    walker with its soles kept flat falls within 6 s (the trailing ankle at its 0.35 rad dorsiflexion stop)."""
+    sc = wb.Scenario("fwd10", 10.0, commands=((0.0, 0.4, 0.0, 0.0),), criteria=NO_COMPUTE)
+    pitches: list[float] = []
+    r = wb.run_scenario(sc, _v2, on_tick=lambda t, be, plant: pitches.append(max(f.pitch for f in be.feet.values())))
+    assert r.fell_at is None
+    assert r.along > 1.5  # measured 2.34 m: the steps' velocity ramps by 0.05 m/s per step
+    assert max(pitches) > 0.05, "the stance heels lifted"
+    flat = wb.run_scenario(sc, lambda **_: WalkerV2(replace(WalkerConfig(), heel_off_gain=0.0)))
+    assert flat.fell_at is not None and flat.fell_at < 6.0
 
 
 def test_walker_v2_lockstep_runs_are_bit_identical():

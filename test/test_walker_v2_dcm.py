@@ -108,3 +108,42 @@ def test_registry_builds_walker_v2_beside_the_default():
 
     assert make_backend("builtin-v2").name == "builtin-v2"
     assert make_backend("builtin").name == "builtin"
+
+
+def test_heel_off_rolls_the_sole_target_about_its_toe_line_and_puts_the_zmp_there():
+    """Walking forward, a stance sole with the COM command well ahead of it is rolled onto its toe line: the foot
+    task's toe point stays where the flat sole's toe is, the heel rises, and the commanded ZMP moves onto the toe line
+    (the heel carries nothing). Behind the start distance, or strafing, the sole stays flat and the ZMP is left
+    alone."""
+    pytest.importorskip("placo")
+    from vasimov_edge.policy.walker import WalkerV2
+    from vasimov_edge.policy.walker.controller import FootPlan
+
+    walker = WalkerV2()
+    cfg, hl = walker.cfg, walker.sole.half_length
+    yaw = 0.3
+    fwd = np.array([math.cos(yaw), math.sin(yaw)])
+    walker.feet = {"left": FootPlan(np.array([0.1, 0.1, 0.0]), yaw), "right": FootPlan(np.array([0.0, -0.1, 0.0]), yaw)}
+    centre = walker.feet["left"].pos[:2].copy()
+    p = centre + 0.01 * fwd
+    walker.gait_vel = np.array([0.0, 0.2])  # strafing: never rolled
+    walker.com_cmd = centre + 0.2 * fwd
+    assert np.array_equal(walker._heel_off("left", p), p) and walker.feet["left"].pitch == 0.0
+    walker.gait_vel = np.array([cfg.heel_off_min_speed, 0.0])  # walking forward
+
+    walker.com_cmd = centre + 0.5 * cfg.heel_off_start * fwd  # not far enough ahead: flat
+    assert np.array_equal(walker._heel_off("left", p), p) and walker.feet["left"].pitch == 0.0
+
+    walker.com_cmd = centre + (cfg.heel_off_start + 0.05) * fwd
+    zmp = walker._heel_off("left", p)
+    pitch = walker.feet["left"].pitch
+    assert pitch == pytest.approx(min(cfg.heel_off_gain * 0.05, cfg.heel_off_max))
+    assert float((zmp - centre) @ fwd) == pytest.approx(hl - cfg.zmp_margin)  # on the toe line, inside the margin
+
+    body = walker.body
+    body._set_targets(walker.feet, walker.com_cmd, yaw)
+    t = np.asarray(body.foot_task["left"].T_world_frame)
+    toe_flat = np.append(centre + hl * fwd, 0.0)
+    np.testing.assert_allclose(t[:3, :3] @ np.array([hl, 0.0, 0.0]) + t[:3, 3], toe_flat, atol=1e-12)
+    heel = t[:3, :3] @ np.array([-hl, 0.0, 0.0]) + t[:3, 3]
+    assert heel[2] == pytest.approx(2.0 * hl * math.sin(pitch))

@@ -54,3 +54,15 @@ class WalkerConfig:
     trunk_pitch: float = 0.0  # rad, pelvis pitched forward (frees ankle dorsiflexion: the COM moves ahead of the hips)
     # motor gains (the fact sheet's stand gains on the legs; the policy gains elsewhere)
     gravity_ff: bool = True
+    # heel-off: the stance sole rolls onto its toe line (heel up) by ``heel_off_gain`` rad per m the COM command is
+    # beyond ``heel_off_start`` ahead of the sole centre, up to ``heel_off_max``. The model's stand pose has the ankle
+    # at -0.30 of its -0.35 rad dorsiflexion stop, and placo's IK puts the trailing ankle on that stop at this COM
+    # height for any fore-aft split of the feet from 0.08 m: a flat stance sole cannot let the body pass over it.
+    # Found by a documented search on the bench (docs/walker.md, "Heel-off"): off 338 survival-s of 638, 31 falls of
+    # 40 (envelope + standard); 4.0 / 0.05 m: 370 s, 28 falls, forward 0.3 and 0.4 m/s walk their 10 s. Only while
+    # the steps are sized for at least ``heel_off_min_speed`` forward: that is when the body passes over the stance
+    # sole; strafing or turning, a rolled sole only loses the ankle's authority (strafing fell sooner without it)
+    heel_off_gain: float = 4.0
+    heel_off_start: float = 0.05
+    heel_off_max: float = 0.3
+    heel_off_min_speed: float = 0.05  # m/s

@@ -52,6 +52,7 @@ def _wrap(a: float) -> float:
 class FootPlan:
     pos: Vec  # (3,) odometry frame; z is the sole's height above the ground plane
     yaw: float
+    pitch: float = 0.0  # rad the sole is rolled onto its toe line (heel up); ``pos`` is then the flat sole's centre
 
 
 @dataclass
@@ -244,6 +245,7 @@ class WalkerV2:
                     self.step_period = self.t_step + cfg.step_time - cfg.double_support
                 return self._clip_stand(p), None
         p = self._clip_sole(st, p)
+        p = self._heel_off(st, p)
         # single support: adapt the foothold (position and timing) from the measured DCM
         if self.swing_start is None:
             f = self.feet[sw]
@@ -272,6 +274,24 @@ class WalkerV2:
                 self.mode = "stand"
         return p, (None if self.mode == "stand" else sw)
 
+    def _heel_off(self, st: str, p: Vec) -> Vec:
+        """Single support: roll the stance sole onto its toe line once the COM command is ``heel_off_start`` ahead of
+        it (its ankle would otherwise sit on the dorsiflexion stop and the sole tip over its toe unplanned), and put
+        the commanded ZMP ``p`` on that line: a sole on its toe supports nothing behind it."""
+        cfg = self.cfg
+        f = self.feet[st]
+        if cfg.heel_off_gain <= 0.0 or self.gait_vel[0] < cfg.heel_off_min_speed:
+            f.pitch = 0.0
+            return p
+        ahead = float((dcm.rot2(f.yaw).T @ (self.com_cmd - f.pos[:2]))[0])
+        f.pitch = float(np.clip(cfg.heel_off_gain * (ahead - cfg.heel_off_start), 0.0, cfg.heel_off_max))
+        if f.pitch <= 0.0:
+            return p
+        toe = f.pos[:2] + dcm.rot2(f.yaw) @ np.array([self.sole.half_length - cfg.zmp_margin, 0.0])
+        rel = dcm.rot2(f.yaw).T @ (p - toe)
+        rel[0] = 0.0
+        return toe + dcm.rot2(f.yaw) @ rel
+
     def _move_swing(self, side: str, target: Vec, yaw: float, remaining: float) -> None:
         """Swing foot one tick along its path: lift, travel (retargeted every tick), set down."""
         cfg = self.cfg
@@ -282,6 +302,8 @@ class WalkerV2:
             k = min(1.0, cfg.dt / max(remaining - cfg.land_phase * total, cfg.dt))
             f.pos[:2] = f.pos[:2] + k * (target - f.pos[:2])
             f.yaw = f.yaw + k * _wrap(yaw - f.yaw)
+        # a sole that left the ground rolled onto its toe comes back flat over the first half of its swing
+        f.pitch = f.pitch * max(0.0, 1.0 - phase / 0.5) if f.pitch > 0.0 else 0.0
         # raised cosine: zero vertical speed at lift-off and touchdown (a sine landed at 0.4 m/s and the sole bounced)
         f.pos[2] = cfg.swing_height * 0.5 * (1.0 - math.cos(2.0 * math.pi * phase))
 

@@ -97,7 +97,15 @@ class WholeBody:
 
     def _set_targets(self, feet: dict, com_xy: Vec, heading: float) -> None:
         for s in SIDES:
-            self.foot_task[s].T_world_frame = _frame(feet[s].pos, feet[s].yaw)
+            t = _frame(feet[s].pos, feet[s].yaw)
+            pitch = feet[s].pitch
+            if pitch > 0.0:  # heel-off, rolled about the toe line: the sole centre rises and moves back
+                toe = np.array([self.sole.half_length, 0.0, 0.0])
+                c, sn = math.cos(pitch), math.sin(pitch)
+                ry = np.array([[c, 0.0, sn], [0.0, 1.0, 0.0], [-sn, 0.0, c]])
+                t[:3, 3] = t[:3, 3] + t[:3, :3] @ (toe - ry @ toe)
+                t[:3, :3] = t[:3, :3] @ ry
+            self.foot_task[s].T_world_frame = t
         self.com_task.target_world = np.array([com_xy[0], com_xy[1], self.cfg.com_height])
         c, s_ = math.cos(heading), math.sin(heading)
         cp, sp = math.cos(self.cfg.trunk_pitch), math.sin(self.cfg.trunk_pitch)
