@@ -283,14 +283,15 @@ class WalkerV2:
         if cfg.heel_off_gain <= 0.0 or self.gait_vel[0] < cfg.heel_off_min_speed:
             f.pitch = 0.0
             return p
-        ahead = float((dcm.rot2(f.yaw).T @ (self.com_cmd - f.pos[:2]))[0])
+        r = dcm.rot2(f.yaw)
+        ahead = float((r.T @ (self.com_cmd - f.pos[:2]))[0])
         f.pitch = float(np.clip(cfg.heel_off_gain * (ahead - cfg.heel_off_start), 0.0, cfg.heel_off_max))
         if f.pitch <= 0.0:
             return p
-        toe = f.pos[:2] + dcm.rot2(f.yaw) @ np.array([self.sole.half_length - cfg.zmp_margin, 0.0])
-        rel = dcm.rot2(f.yaw).T @ (p - toe)
-        rel[0] = 0.0
-        return toe + dcm.rot2(f.yaw) @ rel
+        toe = f.pos[:2] + r @ np.array([self.sole.half_length - cfg.zmp_margin, 0.0])
+        rel = r.T @ (p - toe)
+        rel[0] = 0.0  # along the sole: onto the toe line; across it: where the DCM law put it
+        return toe + r @ rel
 
     def _move_swing(self, side: str, target: Vec, yaw: float, remaining: float) -> None:
         """Swing foot one tick along its path: lift, travel (retargeted every tick), set down."""
