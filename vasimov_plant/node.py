@@ -142,6 +142,7 @@ class PlantNode(LeanNode):
         # firmware can report the fault the way the robot would, instead of the graph going silent.
         self.held_steps = 0  # steps published since the fault, without physics
         self.last_good: StepSnapshot | None = None
+        self.last_good_truth: GroundTruth | None = None  # the newest ground truth before a physics fault
         self.fault: PlantFault | None = None  # this life's physics fault
         self.physics_faults = 0
         self.cond = threading.Condition(self.lock)  # the physics thread waits on it for tick k's answer
@@ -188,8 +189,9 @@ class PlantNode(LeanNode):
         step = self.core.step_count
         standard = step % self.p["standard_topics_decimation"] == 0
         ideal = self.core.ideal_sensors() if standard and self.core.realism is not None else None
-        return StepSnapshot(self.core.sensors(), self.core.truth() if standard else None, self.sim_time(),
-                            self.step_count, control_tick, self.applied_tick, ideal)
+        truth = self.core.truth() if standard and self.pubs.wants_truth() else None
+        return StepSnapshot(self.core.sensors(), truth, self.sim_time(), self.step_count, control_tick,
+                            self.applied_tick, ideal, standard)
 
     def _publish_telemetry(self, snap: StepSnapshot) -> None:
         if not self.faulted:
@@ -205,10 +207,15 @@ class PlantNode(LeanNode):
         self.pubs.publish_samples([snap], self.epoch, self._truth(snap))
 
     def _truth(self, last: StepSnapshot) -> GroundTruth | None:
-        """The ground truth of a period's last step for its PlantSamples (computed if that step had none)."""
+        """The ground truth of a period's last step for its PlantSamples (computed if that step had none); kept as
+        the last good one, which a faulted plant's held periods report."""
         if last.truth is not None or self.faulted or self.pubs.samples.get_subscription_count() == 0:
-            return last.truth
-        return self.core.truth()
+            truth = last.truth
+        else:
+            truth = self.core.truth()
+        if truth is not None and not self.faulted:
+            self.last_good_truth = truth
+        return truth
 
     def await_tick(self, tick: int) -> None:
         """Lockstep: physics waits for the answer to `tick` (and, with camera_lockstep, for the camera to take the
@@ -424,12 +431,13 @@ class PlantNode(LeanNode):
         period = []
         for i in range(self.decimation):
             self.held_steps += 1
-            period.append(StepSnapshot(sensors, good.truth, self.sim_time(), self.step_count,
-                                       control_tick=(i == self.decimation - 1), command_tick=self.applied_tick))
+            period.append(StepSnapshot(sensors, self.last_good_truth, self.sim_time(), self.step_count,
+                                       control_tick=(i == self.decimation - 1), command_tick=self.applied_tick,
+                                       standard=self.step_count % self.p["standard_topics_decimation"] == 0))
         self.pubs.publish_tick(period[-1], self.epoch)
         for snap in period:
             self._publish_telemetry(snap)
-        self.pubs.publish_samples(period, self.epoch, good.truth)
+        self.pubs.publish_samples(period, self.epoch, self.last_good_truth)
 
     # -- faults of the plant itself --------------------------------------------------------------------------------
     def guarded(self, where: str, fn: Callable[..., None], *args: object) -> None:

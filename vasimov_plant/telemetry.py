@@ -34,12 +34,13 @@ class StepSnapshot:
     """One physics step's readings, kept until the control period's tick has been published."""
 
     sensors: SensorReading
-    truth: GroundTruth | None  # only on steps that publish the standard topics
+    truth: GroundTruth | None  # standard steps while a ground-truth topic has a reader (``wants_truth``), else None
     now: float
     step: int
     control_tick: bool
     command_tick: int  # the tick whose answer drove this step (-1: none, e.g. watchdog damping): PlantState's field
     ideal: SensorReading | None = None  # realism on, standard steps: the same instant without sensor errors
+    standard: bool = False  # a step that publishes the standard topics (every ``standard_topics_decimation``)
 
 
 def _vec(v) -> Vector3:
@@ -131,16 +132,22 @@ class PlantPublishers:
             None if truth is None else plant_samples.Truth(period[-1].now, truth.base_pos, truth.base_quat,
                                                            truth.base_lin_vel, truth.base_ang_vel)))
 
+    def wants_truth(self) -> bool:
+        """Whether a step's ground truth has a reader on the standard topics (odometry, foot contacts). Why ask:
+        computing it every physics step for nobody was a tenth of the plant's step thread in an idle graph."""
+        return bool(self.odom.get_subscription_count() or self.feet.get_subscription_count())
+
     def publish_step(self, snap: StepSnapshot, epoch: int) -> None:
-        """/clock (on its steps), the plant state (while some reader is matched: the SDK bridge reads the period's
-        PlantSamples instead) and (on their steps) the standard topics of one step."""
+        """/clock (on its steps), the plant state and (on their steps) the standard topics of one step, each while
+        some reader is matched (all volatile: a sample with no reader reaches nobody; the SDK bridge reads the
+        period's PlantSamples instead of the plant state)."""
         stamp = to_stamp(snap.now, self.m_state.stamp)
-        if snap.step % self.clock_decimation == 0:
+        if snap.step % self.clock_decimation == 0 and self.clock.get_subscription_count():
             self.m_clock.clock = stamp
             self.clock.publish(self.m_clock)
         if self.state.get_subscription_count():
             self.state.publish(self.fill_state(snap, epoch))
-        if snap.truth is not None:
+        if snap.standard:
             self._publish_standard(snap.sensors, snap.truth, stamp)
             if snap.ideal is not None and self.joints_truth is not None and self.imu_truth is not None:
                 self._publish_sensors(snap.ideal, stamp, self.joints_truth, self.imu_truth)
@@ -161,11 +168,13 @@ class PlantPublishers:
             imu.linear_acceleration = _vec(s.accel)
             imu_pub.publish(imu)
 
-    def _publish_standard(self, s: SensorReading, t: GroundTruth, stamp) -> None:
+    def _publish_standard(self, s: SensorReading, t: GroundTruth | None, stamp) -> None:
         """Each standard topic is built and published only while some reader is matched: they are volatile, so a
         sample written with no reader reaches nobody, and building one costs the plant (the closed loop's critical
-        path) tens of microseconds per topic and step."""
+        path) tens of microseconds per topic and step. ``t`` None: no truth reader when the step was taken."""
         self._publish_sensors(s, stamp, self.joints, self.imu)
+        if t is None:
+            return
         if self.odom.get_subscription_count():
             o = self.m_odom
             o.header.stamp = stamp
