@@ -155,6 +155,24 @@ def test_inactive_input_resets_and_holds_the_stand_pose():
     assert c.telemetry.mode == "stand"
 
 
+def test_inactive_ticks_reset_once_and_change_nothing_after():
+    """Consecutive inactive ticks (DAMP, STAND) reset the controller only on the first; the outputs, inactive and
+    in the active ticks after them, are those of a controller reset on every inactive tick (as it was before)."""
+    once, every = BuiltinController(), BuiltinController()
+    resets = [0]
+    gait_reset = once.gait.reset
+    once.gait.reset = lambda: (resets.__setitem__(0, resets[0] + 1), gait_reset())[1]
+    script = [(k, True) for k in range(8)] + [(k, False) for k in range(8, 14)] + [(k, True) for k in range(14, 30)]
+    for k, active in script:
+        inp = _standing_input(k, command=(0.2, 0.0, 0.0), active=active)
+        if not active:
+            every.reset()
+        a, b = once.step(inp), every.step(inp)
+        for x, y in ((a.target, b.target), (a.torque_ff, b.torque_ff), (a.kp, b.kp), (a.kd, b.kd)):
+            np.testing.assert_array_equal(x, y)
+    assert resets[0] == 1, "six inactive ticks in a row reset the controller once"
+
+
 def test_controller_is_deterministic():
     a, b = BuiltinController(), BuiltinController()
     for k in range(10):

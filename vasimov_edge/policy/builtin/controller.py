@@ -132,6 +132,7 @@ class BuiltinController:
 
     def reset(self) -> None:
         """Forget the gait; the next active tick re-anchors odometry on the measured stance."""
+        self._reset_done = True  # nothing changes until the next active tick: inactive ticks need not redo this
         self._initialized = False
         self.gait.reset()
         self.command.reset()
@@ -158,14 +159,17 @@ class BuiltinController:
         if not inp.active:
             # The firmware may use this very output on the tick it enters MOVE (its decision comes after this
             # answer), so it must be safe to apply from whatever pose the robot is in -- mid STAND ramp included:
-            # hold the measured pose rather than jump to the stand pose.
-            self.reset()
+            # hold the measured pose rather than jump to the stand pose. (Reset once: a robot in DAMP or STAND
+            # sends inactive ticks for minutes, and the reset was half of each one's cost.)
+            if not self._reset_done:
+                self.reset()
             q_hold = np.asarray(inp.q, dtype=np.float64)
             if q_hold.shape != (joints.NUM_JOINTS,) or not np.all(np.isfinite(q_hold)):
                 q_hold = joints.DEFAULT_POS
             out = motor.output(q_hold.copy(), np.zeros(joints.NUM_JOINTS), motor.kp0, motor.kd0)
             self.telemetry.compute_s = time.perf_counter() - t0
             return out
+        self._reset_done = False
         cfg = self.cfg
         gait = self.gait
         reading = self.estimator.read(inp)
