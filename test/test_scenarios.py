@@ -197,6 +197,30 @@ def test_a_policy_spec_names_the_builtin_controller_with_options():
         assert (exc.value.field, says in exc.value.reason) == (field, True), (bad, str(exc.value))
 
 
+def test_a_policy_spec_names_walker_v2_with_options():
+    assert sc.parse_policy("builtin-v2") == ("builtin-v2", ())
+    assert sc.parse_policy("builtin-v2:swing_orientation_weight=1,heel_off_gain=0,gravity_ff=false") == (
+        "builtin-v2", (("swing_orientation_weight", 1), ("heel_off_gain", 0), ("gravity_ff", False)))
+    assert sc.parse_policy("builtin-v2:accel=[1, 1,2]") == ("builtin-v2", (("accel", (1.0, 1.0, 2.0)),))
+    for bad, field, says in [("builtin-v2:", "options", "builtin-v2:KEY=VALUE"),
+                             ("builtin-v2:leg_kp=60", "options", "unknown key(s)"),  # builtin's, not v2's
+                             ("builtin-v2:step_time=fast", "options.step_time", "finite number"),
+                             ("builtin-v2:accel=[1,1]", "options.accel", "list of 3 finite")]:
+        with pytest.raises(sc.ScenarioError) as exc:
+            sc.parse_policy(bad)
+        assert (exc.value.field, says in exc.value.reason) == (field, True), (bad, str(exc.value))
+
+
+def test_a_walker_v2_spec_with_options_builds_walker_v2_with_that_config():
+    pytest.importorskip("placo")
+    from vasimov_tools.bench_run import policy_factory
+
+    backend = policy_factory("builtin-v2:swing_orientation_weight=1.5,step_time=0.35")(leg_kp=60)
+    assert type(backend).__name__ == "WalkerV2"
+    assert (backend.cfg.swing_orientation_weight, backend.cfg.step_time) == (1.5, 0.35)
+    assert policy_factory("builtin-v2")().cfg == type(backend.cfg)()  # no options: the defaults
+
+
 @pytest.mark.parametrize(
     ("extra", "field", "says"),
     [

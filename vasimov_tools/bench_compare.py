@@ -19,7 +19,8 @@ compared: it is not reproducible. A scenario that ran in A but has no result in 
 is *missing*/*worse*; one only in B is *new*.
 
 ``vasimov bench compare --policy A --policy B SUITE|FILE... [--out DIR] [--workers N] [--ray ADDRESS]`` runs the
-suite twice first, once per policy spec (``builtin:KEY=VALUE,...`` names a variant of the built-in controller), through
+suite twice first, once per policy spec (``builtin:KEY=VALUE,...`` names a variant of the built-in controller,
+``builtin-v2:KEY=VALUE,...`` one of walker v2), through
 ``vasimov bench run`` into ``DIR/A`` and ``DIR/B`` (default ``DIR``: ``bench_compare``; earlier results there are
 replaced), then compares those two folders as above, ``compare.html`` in ``DIR``.
 

@@ -13,7 +13,8 @@ tasks (:mod:`vasimov_tools.bench_ray`), with the same results. Ray is an optiona
 vasimov[ray]``; ``make setup`` installs it for the tests): without it the option exits 2 saying so.
 
 ``--policy`` takes a backend spec, or ``builtin:KEY=VALUE,...`` (:func:`vasimov_tools.scenarios.parse_policy`): the
-built-in controller with config overrides on top of each file's ``policy_options``.
+built-in controller with config overrides on top of each file's ``policy_options``; ``builtin-v2:KEY=VALUE,...`` is
+walker v2 with ``WalkerConfig`` overrides.
 
 Outputs in ``DIR``: ``<scenario>.json`` per scenario (skipped ones too, with the reason), ``report.html`` (a
 self-contained page: table and plots, :mod:`vasimov_tools.bench_report`), and a text table on stdout. Exit status:
@@ -35,7 +36,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -134,9 +135,15 @@ def policy_factory(spec: str) -> Callable[..., Any]:
             return wb.default_backend_factory(**{**file_options, **overrides})
 
         return builtin_factory
-    from vasimov_edge.policy.registry import make_backend
+    from vasimov_edge.policy.registry import WALKER_V2, make_backend
 
-    backend = make_backend(base)
+    if base == WALKER_V2 and options:  # builtin-v2:KEY=VALUE,...: walker v2 with its config overridden
+        from vasimov_edge.policy.walker import WalkerV2
+        from vasimov_edge.policy.walker.config import WalkerConfig
+
+        backend = WalkerV2(replace(WalkerConfig(), **dict(options)))
+    else:
+        backend = make_backend(base)
 
     def factory(**_options: object) -> Any:  # scenario options tune the built-in controller only
         backend.reset()
@@ -281,8 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="parallel worker processes, or CPUs of --ray local (default: the core count, %(default)s)")
     ap.add_argument("--policy", default=None,
                     help="backend for every scenario: builtin, builtin:KEY=VALUE,... (the built-in controller with "
-                         "config overrides), hold, FILE.onnx or hf://REPO@REV (default: each file's policy, else "
-                         "builtin)")
+                         "config overrides), builtin-v2, builtin-v2:KEY=VALUE,... (walker v2 with WalkerConfig "
+                         "overrides), hold, FILE.onnx or hf://REPO@REV (default: each file's policy, else builtin)")
     ap.add_argument("--ray", metavar="ADDRESS", default=None,
                     help="run the scenarios as Ray tasks: local (a private instance of --workers CPUs for this run) "
                          "or a cluster address (ray.init(address=...)); needs `pip install vasimov[ray]`")

@@ -170,14 +170,18 @@ def _pushes(src: str, raw: Any, duration: float) -> tuple:
     return tuple(out)
 
 
-def _policy_options(src: str, raw: Any, field: str = "policy_options") -> tuple[tuple[str, object], ...]:
-    """Overrides of the built-in controller's config (``ControllerConfig`` field names): a number where the default
-    is a number, true/false where it is a flag, so a typo fails here rather than in the controller mid-run."""
+def _policy_options(src: str, raw: Any, field: str = "policy_options", config: type | None = None
+                    ) -> tuple[tuple[str, object], ...]:
+    """Overrides of a walker's config dataclass (the built-in controller's ``ControllerConfig`` unless ``config``
+    names another, e.g. walker v2's ``WalkerConfig``): a number where the default is a number, true/false where it
+    is a flag, so a typo fails here rather than in the controller mid-run."""
     if raw is None:
         return ()
-    from vasimov_edge.policy.builtin import ControllerConfig
+    if config is None:
+        from vasimov_edge.policy.builtin import ControllerConfig
 
-    defaults = {f.name: f.default for f in fields(ControllerConfig)}
+        config = ControllerConfig
+    defaults = {f.name: f.default for f in fields(config)}
     out = []
     for k, v in _mapping(src, field, raw, defaults).items():
         d = defaults[str(k)]
@@ -210,31 +214,40 @@ def _split_options(text: str) -> list[str]:
 
 
 BUILTIN_OPTIONS_PREFIX = "builtin:"
+WALKER_V2_OPTIONS_PREFIX = "builtin-v2:"
 
 
 def parse_policy(spec: str) -> tuple[str, tuple[tuple[str, object], ...]]:
-    """A runner's policy spec -> (the backend spec, overrides of the built-in controller's config).
+    """A runner's policy spec -> (the backend spec, overrides of that walker's config).
 
     ``builtin:KEY=VALUE[,KEY=VALUE...]`` is the built-in controller with ``policy_options`` given on the command line
     (``builtin:leg_kp=60,push_recovery=false``: values are YAML scalars, or lists for the tuple-valued settings,
     ``builtin:command_rate=[0.3,0.3,1.0]``), so a variant of it can be named wherever a
     spec is, e.g. twice in ``vasimov bench compare --policy``; the same rules as a file's ``policy_options`` apply.
+    ``builtin-v2:KEY=VALUE[,...]`` is walker v2 with ``WalkerConfig`` fields overridden the same way
+    (``builtin-v2:swing_orientation_weight=1.0``); a scenario file's ``policy_options`` tune ``builtin`` only.
     Every other spec (``builtin``, ``hold``, an ONNX file, ``hf://...``) is returned as it is, without options.
     """
     s = spec.strip()
-    if not s.startswith(BUILTIN_OPTIONS_PREFIX):
+    if s.startswith(BUILTIN_OPTIONS_PREFIX):
+        base, prefix, config = "builtin", BUILTIN_OPTIONS_PREFIX, None
+    elif s.startswith(WALKER_V2_OPTIONS_PREFIX):
+        from vasimov_edge.policy.walker.config import WalkerConfig
+
+        base, prefix, config = "builtin-v2", WALKER_V2_OPTIONS_PREFIX, WalkerConfig
+    else:
         return s, ()
     src = f"policy {spec!r}"
     raw: dict[str, Any] = {}
-    for item in _split_options(s[len(BUILTIN_OPTIONS_PREFIX):]):
+    for item in _split_options(s[len(prefix):]):
         key, eq, value = item.partition("=")
         if not eq or not key.strip() or not value.strip():
-            raise ScenarioError(src, "options", f"{item!r} is not KEY=VALUE (builtin:KEY=VALUE[,KEY=VALUE...])")
+            raise ScenarioError(src, "options", f"{item!r} is not KEY=VALUE ({prefix}KEY=VALUE[,KEY=VALUE...])")
         try:
             raw[key.strip()] = yaml.safe_load(value.strip())
         except yaml.YAMLError:
             raise ScenarioError(src, f"options.{key.strip()}", f"{value!r} is not a value") from None
-    return "builtin", _policy_options(src, raw, "options")
+    return base, _policy_options(src, raw, "options", config)
 
 
 def _scene(src: str, doc: Mapping[str, Any], seed: int) -> tuple[str, float | None]:

@@ -2,7 +2,8 @@
 
 The *desired* robot is a placo ``HumanoidRobot`` whose configuration the kinematics solver moves each tick toward
 the gait's targets: both soles (frame tasks with the highest weight; hard equality tasks together with the joint
-limits made the QP infeasible at the ankle stops), the COM (soft, weight 10), the trunk upright along the heading
+limits made the QP infeasible at the ankle stops; a loaded sole holds its orientation firmly, a swinging one yields
+it), the COM (soft, weight 10), the trunk upright along the heading
 (soft), and the default pose for the upper body (a joint task) -- inside the joint limits. Its joint angles are the
 motor targets. A second copy, posed from the measured joints, serves the estimator.
 
@@ -57,8 +58,9 @@ class WholeBody:
         solver.enable_velocity_limits(False)
         self.solver = solver
         self.foot_task = {s: solver.add_frame_task(f"{s}_foot", np.eye(4)) for s in SIDES}
+        self._sole_weight = dict.fromkeys(SIDES, cfg.stance_orientation_weight)
         for s in SIDES:
-            self.foot_task[s].configure(f"{s}_foot", "soft", 1000.0)
+            self._configure_sole(s, cfg.stance_orientation_weight)
         self.com_task = solver.add_com_task(np.zeros(3))
         self.com_task.configure("com", "soft", 10.0)
         self.trunk_task = solver.add_orientation_task("trunk", np.eye(3))
@@ -78,12 +80,27 @@ class WholeBody:
                 self.kp[j.index], self.kd[j.index] = j.policy_kp, j.policy_kd
         self._zero_acc = np.zeros(robot.model.nv)
 
+    def _configure_sole(self, side: str, orientation_weight: float) -> None:
+        self.foot_task[side].configure(f"{side}_foot", "soft", 1000.0, orientation_weight)
+        self._sole_weight[side] = orientation_weight
+
+    def _weigh_soles(self, support: dict[str, float]) -> None:
+        """A sole that carries weight holds its orientation firmly (it is the base the ankle pushes from); one that
+        carries none (swinging, or unloaded in double support) yields its orientation to the body's. Reconfigured
+        only on a change: placo rebuilds the task's weights on ``configure``."""
+        cfg = self.cfg
+        for s in SIDES:
+            want = cfg.swing_orientation_weight if support.get(s, 1.0) == 0.0 else cfg.stance_orientation_weight
+            if want != self._sole_weight[s]:
+                self._configure_sole(s, want)
+
     def reset(self) -> None:
         """Nothing to forget: the desired configuration is re-seeded from the encoders by ``take_over``."""
 
     def take_over(self, q: Vec, feet: dict, com_xy: Vec, heading: float) -> None:
         """Seed the desired robot at the measured joints, soles on the plan, and settle the QP on the targets."""
         robot = self.robot
+        self._weigh_soles(dict.fromkeys(SIDES, 1.0))
         for name, value in zip(self.names, q, strict=True):
             robot.set_joint(name, float(value))
         robot.update_kinematics()
@@ -117,6 +134,7 @@ class WholeBody:
               com_acc: Vec) -> tuple[Vec, Vec]:
         """Joint targets (25, joint order) and feed-forward torques for this tick's targets."""
         robot = self.robot
+        self._weigh_soles(support)
         self._set_targets(feet, com_xy, heading)
         for _ in range(2):
             robot.update_kinematics()
