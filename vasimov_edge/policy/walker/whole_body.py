@@ -62,9 +62,9 @@ class WholeBody:
         for s in SIDES:
             self._configure_sole(s, cfg.stance_orientation_weight)
         self.com_task = solver.add_com_task(np.zeros(3))
-        self.com_task.configure("com", "soft", 10.0)
+        self.com_task.configure("com", "soft", cfg.com_weight)
         self.trunk_task = solver.add_orientation_task("trunk", np.eye(3))
-        self.trunk_task.configure("trunk", "soft", 1.0)
+        self.trunk_task.configure("trunk", "soft", cfg.trunk_weight)
         upper = {j.sim_name: j.default_pos for j in joints.JOINTS if j.group not in LEG_GROUPS}
         self.posture = solver.add_joints_task()
         self.posture.set_joints(upper)
