@@ -77,7 +77,9 @@ def test_every_socket_of_the_graph_listens_on_loopback_only(run):
         names: dict[int, str] = {}
         for p in child_pids(run.graph.proc.pid):
             with contextlib.suppress(OSError):
-                names[p] = cmdline(p).split()[0].rsplit("/", 1)[-1]
+                argv = cmdline(p).split()
+                if argv:  # an empty command line: a process that has exited and is not reaped yet
+                    names[p] = argv[0].rsplit("/", 1)[-1]
         udp, tcp = _sockets("u", set(names)), _sockets("t", set(names))
         return (names, udp, tcp) if names and {pid for _, pid in udp} == set(names) else None
 
