@@ -213,10 +213,6 @@ def _split_options(text: str) -> list[str]:
     return items
 
 
-BUILTIN_OPTIONS_PREFIX = "builtin:"
-WALKER_V2_OPTIONS_PREFIX = "builtin-v2:"
-
-
 def parse_policy(spec: str) -> tuple[str, tuple[tuple[str, object], ...]]:
     """A runner's policy spec -> (the backend spec, overrides of that walker's config).
 
@@ -228,15 +224,18 @@ def parse_policy(spec: str) -> tuple[str, tuple[tuple[str, object], ...]]:
     (``builtin-v2:swing_orientation_weight=1.0``); a scenario file's ``policy_options`` tune ``builtin`` only.
     Every other spec (``builtin``, ``hold``, an ONNX file, ``hf://...``) is returned as it is, without options.
     """
+    from vasimov_edge.policy.registry import BUILTIN, WALKER_V2  # the specs' names, defined once
+
     s = spec.strip()
-    if s.startswith(BUILTIN_OPTIONS_PREFIX):
-        base, prefix, config = "builtin", BUILTIN_OPTIONS_PREFIX, None
-    elif s.startswith(WALKER_V2_OPTIONS_PREFIX):
+    base, _, _ = s.partition(":")
+    if s == base or base not in (BUILTIN, WALKER_V2):
+        return s, ()
+    prefix = f"{base}:"
+    config: type | None = None  # builtin: _policy_options' default, ControllerConfig
+    if base == WALKER_V2:
         from vasimov_edge.policy.walker.config import WalkerConfig
 
-        base, prefix, config = "builtin-v2", WALKER_V2_OPTIONS_PREFIX, WalkerConfig
-    else:
-        return s, ()
+        config = WalkerConfig
     src = f"policy {spec!r}"
     raw: dict[str, Any] = {}
     for item in _split_options(s[len(prefix):]):

@@ -51,12 +51,6 @@ class WalkerConfig:
     vel_filter: float = 0.5  # per tick, COM velocity low-pass
     push_trigger: float = 0.03  # m the DCM may leave the soles' area before standing turns into stepping
     stop_dcm: float = 0.06  # m: walking stops at a touchdown with zero command and the DCM this near the middle
-    # sole orientation: the weight of each sole task's orientation against its position (1000 on placo's soft
-    # scale). placo's default, 1.0 for both, let the stance sole tilt under the COM task's pull and held the swing
-    # sole against the body. A grid search on the bench over every suite (docs/walker.md, "Sole orientation
-    # weights"): of 8 settings, swing 0.4 / stance 5 and 0.5 / 7 beat 1 / 1 on every suite in falls, survival and
-    # passes, 0.4 / 5 the more (131 scenarios: falls 119 -> 110, survival 1222 -> 1548 s, passed 7 -> 13); swing
-    # 0.3 / stance 10 survived longest (1746 s) but less on the viewer courses
     # the other tasks' weights on the same soft scale (the soles' positions: 1000). COM: 10 (docs/walker.md, "COM
     # task weight"; with the sole weights below, 5 / 7 / 20 / 30 each fell more over the 131 scenarios: 116 / 117 /
     # 115 / 118 against 110). Trunk orientation: 0.5, from a search over every suite (docs/walker.md, "Trunk
@@ -64,6 +58,12 @@ class WalkerConfig:
     # and passes no fewer than 1 in any suite
     com_weight: float = 10.0
     trunk_weight: float = 0.5
+    # sole orientation: the weight of each sole task's orientation against its position (1000 on placo's soft
+    # scale). placo's default, 1.0 for both, let the stance sole tilt under the COM task's pull and held the swing
+    # sole against the body. A grid search on the bench over every suite (docs/walker.md, "Sole orientation
+    # weights"): of 8 settings, swing 0.4 / stance 5 and 0.5 / 7 beat 1 / 1 on every suite in falls, survival and
+    # passes, 0.4 / 5 the more (131 scenarios: falls 119 -> 110, survival 1222 -> 1548 s, passed 7 -> 13); swing
+    # 0.3 / stance 10 survived longest (1746 s) but less on the viewer courses
     stance_orientation_weight: float = 5.0
     swing_orientation_weight: float = 0.4
     trunk_pitch: float = 0.0  # rad, pelvis pitched forward (frees ankle dorsiflexion: the COM moves ahead of the hips)

@@ -3,9 +3,9 @@
 The *desired* robot is a placo ``HumanoidRobot`` whose configuration the kinematics solver moves each tick toward
 the gait's targets: both soles (frame tasks with the highest weight; hard equality tasks together with the joint
 limits made the QP infeasible at the ankle stops; a loaded sole holds its orientation firmly, a swinging one yields
-it), the COM (soft, weight 10), the trunk upright along the heading
-(soft), and the default pose for the upper body (a joint task) -- inside the joint limits. Its joint angles are the
-motor targets. A second copy, posed from the measured joints, serves the estimator.
+it), the COM (soft), the trunk upright along the heading (soft; the weights are ``WalkerConfig`` fields), and the
+default pose for the upper body (a joint task) -- inside the joint limits. Its joint angles are the motor targets.
+A second copy, posed from the measured joints, serves the estimator.
 
 Support torques (:meth:`WholeBody.support_torques`): quasi-static inverse dynamics that carries the desired
 configuration on the planned ground force through the commanded ZMP. Measured: without them the robot fell within
@@ -58,7 +58,7 @@ class WholeBody:
         solver.enable_velocity_limits(False)
         self.solver = solver
         self.foot_task = {s: solver.add_frame_task(f"{s}_foot", np.eye(4)) for s in SIDES}
-        self._sole_weight = dict.fromkeys(SIDES, cfg.stance_orientation_weight)
+        self._sole_weight: dict[str, float] = {}  # each sole task's orientation weight as configured now
         for s in SIDES:
             self._configure_sole(s, cfg.stance_orientation_weight)
         self.com_task = solver.add_com_task(np.zeros(3))
