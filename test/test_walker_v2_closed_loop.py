@@ -1,6 +1,6 @@
 """Walker v2 in the single-process lockstep loop through the firmware core (vasimov_tools.walk_bench): it stands,
-walks forward at the SDK's 0.4 m/s without falling (with its heel-off; flat-footed it falls), and two runs are
-bit-identical."""
+walks forward at the SDK's 0.4 m/s without falling (with its heel-off; flat-footed it falls), backward at -0.4 m/s
+(landing on its toes; landing flat it falls), and two runs are bit-identical."""
 
 from __future__ import annotations
 
@@ -53,6 +53,19 @@ def test_walker_v2_keeps_walking_forward_by_rolling_the_stance_sole_onto_its_toe
     assert r.along > 2.0  # measured 2.63 m: the steps' velocity ramps by 0.05 m/s per step
     assert max(pitches) > 0.05, "the stance heels lifted"
     flat = wb.run_scenario(sc, lambda **_: WalkerV2(replace(WalkerConfig(), heel_off_gain=0.0)))
+    assert flat.fell_at is not None
+
+
+def test_walker_v2_walks_backward_at_the_sdk_limit_by_landing_on_its_toes():
+    """8 s at vx -0.4 m/s: with the new sole landing on its toe (toe landing) the walk stays up (measured 3.18 m);
+    the same walker landing flat falls (the heel takes the load, the ZMP on the heel line; measured at 4.4 s)."""
+    sc = wb.Scenario("back8", 8.0, commands=((0.0, -0.4, 0.0, 0.0),), criteria=NO_COMPUTE)
+    pitches: list[float] = []
+    r = wb.run_scenario(sc, _v2, on_tick=lambda t, be, plant: pitches.append(max(f.pitch for f in be.feet.values())))
+    assert r.fell_at is None
+    assert r.along < -2.5
+    assert max(pitches) > 0.05, "the landing soles were rolled onto their toes"
+    flat = wb.run_scenario(sc, lambda **_: WalkerV2(replace(WalkerConfig(), toe_landing=False)))
     assert flat.fell_at is not None
 
 

@@ -147,3 +147,42 @@ def test_heel_off_rolls_the_sole_target_about_its_toe_line_and_puts_the_zmp_ther
     np.testing.assert_allclose(t[:3, :3] @ np.array([hl, 0.0, 0.0]) + t[:3, 3], toe_flat, atol=1e-12)
     heel = t[:3, :3] @ np.array([-hl, 0.0, 0.0]) + t[:3, 3]
     assert heel[2] == pytest.approx(2.0 * hl * math.sin(pitch))
+
+
+def test_walking_backward_the_swing_sole_lands_on_its_toe_and_the_stance_sole_rolls_as_heel_off_does():
+    """Walking backward the new sole lands behind the body, where a flat sole would need more ankle dorsiflexion than
+    the 0.35 rad stop: over the second half of its swing it rolls onto its toe line by the roll heel-off gives a
+    stance sole at the foothold, and as the stance sole it keeps the heel-off rule, flattening as the body passes
+    over it. With ``toe_landing`` off (or walking forward) the swing sole comes down flat."""
+    pytest.importorskip("placo")
+    from dataclasses import replace
+
+    from vasimov_edge.policy.walker import WalkerV2
+    from vasimov_edge.policy.walker.config import WalkerConfig
+    from vasimov_edge.policy.walker.controller import FootPlan
+
+    def late_swing(cfg: WalkerConfig, vx: float) -> tuple[WalkerV2, float]:
+        walker = WalkerV2(cfg)
+        walker.feet = {"left": FootPlan(np.array([0.0, 0.1, 0.0]), 0.0),
+                       "right": FootPlan(np.array([0.0, -0.1, 0.0]), 0.0)}
+        walker.gait_vel = np.array([vx, 0.0])
+        walker.com_cmd = np.array([0.0, 0.0])
+        walker.step_period, walker.swing_t0, walker.t_step = 0.4, 0.0, 0.36  # 90 % of the swing done
+        target = np.array([-0.15, 0.1])  # the foothold 15 cm behind the COM command
+        walker._move_swing("left", target, 0.0, 0.04)
+        return walker, walker._roll_for(target, 0.0)
+
+    on = replace(WalkerConfig(), toe_landing=True)
+    walker, roll = late_swing(on, -0.3)
+    assert roll == pytest.approx(min(on.heel_off_gain * (0.15 - on.heel_off_start), on.heel_off_max))
+    assert walker.feet["left"].pitch == pytest.approx(roll)  # fully rolled by 90 % of the swing
+    assert late_swing(replace(on, toe_landing=False), -0.3)[0].feet["left"].pitch == 0.0
+    assert late_swing(on, 0.3)[0].feet["left"].pitch == 0.0  # forward: lands flat
+
+    # as the stance sole, walking backward: rolled while the COM command is ahead of it, flat once it is over it
+    walker.feet["left"].pos[:2] = np.array([-0.15, 0.1])
+    walker._heel_off("left", np.array([-0.15, 0.1]))
+    assert walker.feet["left"].pitch == pytest.approx(roll)
+    walker.com_cmd = np.array([-0.15, 0.0])
+    walker._heel_off("left", np.array([-0.15, 0.1]))
+    assert walker.feet["left"].pitch == 0.0

@@ -280,18 +280,28 @@ class WalkerV2:
         the commanded ZMP ``p`` on that line: a sole on its toe supports nothing behind it."""
         cfg = self.cfg
         f = self.feet[st]
-        if cfg.heel_off_gain <= 0.0 or self.gait_vel[0] < cfg.heel_off_min_speed:
+        if cfg.heel_off_gain <= 0.0 or not self._rolling():
             f.pitch = 0.0
             return p
         r = dcm.rot2(f.yaw)
-        ahead = float((r.T @ (self.com_cmd - f.pos[:2]))[0])
-        f.pitch = float(np.clip(cfg.heel_off_gain * (ahead - cfg.heel_off_start), 0.0, cfg.heel_off_max))
+        f.pitch = self._roll_for(f.pos[:2], f.yaw)
         if f.pitch <= 0.0:
             return p
         toe = f.pos[:2] + r @ np.array([self.sole.half_length - cfg.zmp_margin, 0.0])
         rel = r.T @ (p - toe)
         rel[0] = 0.0  # along the sole: onto the toe line; across it: where the DCM law put it
         return toe + r @ rel
+
+    def _rolling(self) -> bool:
+        """Do the soles roll onto their toes: walking forward (heel-off), or backward with toe landing."""
+        v = self.gait_vel[0]
+        return v >= self.cfg.heel_off_min_speed or (self.cfg.toe_landing and v <= -self.cfg.heel_off_min_speed)
+
+    def _roll_for(self, sole_xy: Vec, yaw: float) -> float:
+        """The heel-off roll (rad) of a stance sole at ``sole_xy``, ``yaw``: by how far the COM command is ahead."""
+        cfg = self.cfg
+        ahead = float((dcm.rot2(yaw).T @ (self.com_cmd - sole_xy))[0])
+        return float(np.clip(cfg.heel_off_gain * (ahead - cfg.heel_off_start), 0.0, cfg.heel_off_max))
 
     def _move_swing(self, side: str, target: Vec, yaw: float, remaining: float) -> None:
         """Swing foot one tick along its path: lift, travel (retargeted every tick), set down."""
@@ -305,6 +315,9 @@ class WalkerV2:
             f.yaw = f.yaw + k * _wrap(yaw - f.yaw)
         # a sole that left the ground rolled onto its toe comes back flat over the first half of its swing
         f.pitch = f.pitch * max(0.0, 1.0 - phase / 0.5) if f.pitch > 0.0 else 0.0
+        if self.cfg.toe_landing and self.gait_vel[0] <= -self.cfg.heel_off_min_speed and phase > 0.5:
+            # walking backward the new sole lands behind the body: on its toe, rolled as heel-off would roll it there
+            f.pitch = self._roll_for(target, yaw) * min(1.0, (phase - 0.5) / 0.4)
         # raised cosine: zero vertical speed at lift-off and touchdown (a sine landed at 0.4 m/s and the sole bounced)
         f.pos[2] = cfg.swing_height * 0.5 * (1.0 - math.cos(2.0 * math.pi * phase))
 
