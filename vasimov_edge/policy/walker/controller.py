@@ -294,8 +294,11 @@ class WalkerV2:
 
     def _rolling(self) -> bool:
         """Do the soles roll onto their toes: walking forward (heel-off), or backward with toe landing."""
-        v = self.gait_vel[0]
-        return v >= self.cfg.heel_off_min_speed or (self.cfg.toe_landing and v <= -self.cfg.heel_off_min_speed)
+        return self.gait_vel[0] >= self.cfg.heel_off_min_speed or self._landing_on_toe()
+
+    def _landing_on_toe(self) -> bool:
+        """Walking backward with ``toe_landing``: the swing sole comes down on its toe line."""
+        return self.cfg.toe_landing and self.gait_vel[0] <= -self.cfg.heel_off_min_speed
 
     def _roll_for(self, sole_xy: Vec, yaw: float) -> float:
         """The heel-off roll (rad) of a stance sole at ``sole_xy``, ``yaw``: by how far the COM command is ahead."""
@@ -315,9 +318,10 @@ class WalkerV2:
             f.yaw = f.yaw + k * _wrap(yaw - f.yaw)
         # a sole that left the ground rolled onto its toe comes back flat over the first half of its swing
         f.pitch = f.pitch * max(0.0, 1.0 - phase / 0.5) if f.pitch > 0.0 else 0.0
-        if self.cfg.toe_landing and self.gait_vel[0] <= -self.cfg.heel_off_min_speed and phase > 0.5:
-            # walking backward the new sole lands behind the body: on its toe, rolled as heel-off would roll it there
-            f.pitch = self._roll_for(target, yaw) * min(1.0, (phase - 0.5) / 0.4)
+        if phase > 0.5 and self._landing_on_toe():
+            # walking backward the new sole lands behind the body: on its toe, rolled as heel-off would roll it there,
+            # fully by the time it starts setting down
+            f.pitch = self._roll_for(target, yaw) * min(1.0, (phase - 0.5) / max(0.5 - cfg.land_phase, 1e-9))
         # raised cosine: zero vertical speed at lift-off and touchdown (a sine landed at 0.4 m/s and the sole bounced)
         f.pos[2] = cfg.swing_height * 0.5 * (1.0 - math.cos(2.0 * math.pi * phase))
 
