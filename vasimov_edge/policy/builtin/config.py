@@ -34,6 +34,14 @@ class ControllerConfig:
     # (measured: 0.02-0.04 made turning pass 3/3 but forward 0.3 fall; off by default)
     hip_hike: float = 0.0
     torso_pitch: float = 0.0  # rad; desired pelvis pitch (forward lean positive)
+    # per tick, in double support: how far each sole's pitch target moves toward the pitch the sole is measured at
+    # (IMU attitude and leg encoders); the swing sole lands at its stance sole's. 0 (the default): the soles are
+    # held flat, as the gait's flat-ground plan has them. On a ramp the stance ankle then holds the sole against the
+    # ramp and pushes the body downhill (2026-12-07, envelope slope_10_up: the pelvis pitched back 4-8 deg and the
+    # robot fell backward 2 steps onto the ramp). Measured with 0.3 on the 10 deg ramps: up 0.06 -> 0.68 m before
+    # the fall, down 3.9 -> 7.2 s; neither passes (the footholds are still planned at floor height). docs/walker.md
+    ground_pitch_follow: float = 0.0
+    max_ground_pitch: float = 0.3  # rad; the followed sole pitch is clipped to this
     com_x_offset: float = 0.015  # m; standing COM ahead of the sole centre (the stand pose rests 3.5 cm ahead)
     # m the walking ZMP sits ahead of the sole centre. At 0 the robot leans back and loads its heels within a few
     # steps; 0.02-0.04 all walk the straight scenarios. But pressure near the toes costs yaw grip: the sole's four
@@ -250,9 +258,10 @@ class ControllerConfig:
         if not (0.0 <= self.ref_pull <= 1.0 and 0.0 <= self.dcm_step_gain <= 1.0
                 and 0.0 <= self.dcm_step_gain_lateral <= 1.0 and 0.0 <= self.dcm_step_error_share <= 1.0
                 and 0.0 <= self.command_build_while_slowing <= 1.0
-                and 0.0 <= self.recovery_step_gain <= 1.0 and 0.0 <= self.recovery_step_gain_lateral <= 1.0):
-            raise ValueError("ref_pull, dcm_step_gain(_lateral), dcm_step_error_share, command_build_while_slowing and "
-                             "recovery_step_gain(_lateral) must be in [0, 1]")
+                and 0.0 <= self.recovery_step_gain <= 1.0 and 0.0 <= self.recovery_step_gain_lateral <= 1.0
+                and 0.0 <= self.ground_pitch_follow <= 1.0):
+            raise ValueError("ref_pull, dcm_step_gain(_lateral), dcm_step_error_share, command_build_while_slowing, "
+                             "recovery_step_gain(_lateral) and ground_pitch_follow must be in [0, 1]")
 
     @property
     def step_ticks(self) -> int:

@@ -84,6 +84,7 @@ class WholeBody:
 
     def reset(self) -> None:
         self.height = self.cfg.stand_pelvis_height
+        self.ground_pitch = {s: 0.0 for s in SIDES}  # rad, toe up > 0: each sole's followed ground pitch
         self.takeover_q = joints.DEFAULT_POS.copy()
         self.takeover_tick = 10**6
         # (swing side, its leg angles this tick, one tick ahead) when a leg swings, for the rate feed-forward
@@ -117,6 +118,8 @@ class WholeBody:
             bump = math.sin(math.pi * u) ** 2
             height += cfg.single_support_rise * bump
             hike = -SIGN[gait.stance] * cfg.hip_hike * bump
+        if not single:
+            self._follow_ground(est)
         feet_now = {s: gait.foot_now(s) for s in SIDES}
         yl, yr = feet_now["left"].yaw, feet_now["right"].yaw
         R_des = yaw_rotation(yr + 0.5 * wrap(yl - yr)) @ rot_exp(np.array([hike, cfg.torso_pitch, 0.0]))
@@ -134,7 +137,11 @@ class WholeBody:
         points: dict[str, Vec] = {}
         for s in SIDES:
             foot = feet_now[s]
-            targets[s] = (self._clamp_reach(s, R_cmd.T @ (foot.pos - pel)), R_cmd.T @ foot.rot())
+            rot = foot.rot()
+            if cfg.ground_pitch_follow > 0.0:  # the swing sole lands at its stance sole's pitch
+                pitch = self.ground_pitch[gait.stance if single and gait.in_swing(s) else s]
+                rot = rot @ rot_exp(np.array([0.0, -pitch, 0.0]))
+            targets[s] = (self._clamp_reach(s, R_cmd.T @ (foot.pos - pel)), R_cmd.T @ rot)
             if gait.in_swing(s):
                 weights[s] = self.swing_weights
                 points[s] = self.swing_point[s]
@@ -153,6 +160,23 @@ class WholeBody:
                 q_des[self.shoulder[s]] += cfg.arm_swing * d
             q_des[self.waist] += cfg.waist_swing * d
         return q_des
+
+    def _follow_ground(self, est: Estimate) -> None:
+        """Move each sole's pitch target toward the pitch it is measured at (``ground_pitch_follow`` per tick; called
+        in double support only, when both soles rest on the ground and neither is rolling onto a toe or heel by plan).
+
+        Why: the plan is flat, so on a ramp a stiff ankle holding the sole flat fights the ramp and tips the body
+        downhill; the measured sole pitch (IMU attitude times leg kinematics, ``Estimate.sole``) is the ground's
+        under it. Toe up is positive, about the sole's own heading."""
+        gain = self.cfg.ground_pitch_follow
+        if gain <= 0.0:
+            return
+        lim = self.cfg.max_ground_pitch
+        for s in SIDES:
+            x = est.sole[s][1][:, 0]  # the sole's forward axis in the world-aligned frame
+            measured = math.atan2(float(x[2]), math.hypot(float(x[0]), float(x[1])))
+            g = self.ground_pitch[s]
+            self.ground_pitch[s] = float(np.clip(g + gain * (measured - g), -lim, lim))
 
     def _upper_body_posture(self) -> Vec:
         """Arms, waist and neck: the stand pose, reached from the pose held at takeover over ``takeover_time``.
