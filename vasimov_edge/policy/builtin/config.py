@@ -34,14 +34,19 @@ class ControllerConfig:
     # (measured: 0.02-0.04 made turning pass 3/3 but forward 0.3 fall; off by default)
     hip_hike: float = 0.0
     torso_pitch: float = 0.0  # rad; desired pelvis pitch (forward lean positive)
-    # per tick, in double support: how far each sole's pitch target moves toward the pitch the sole is measured at
-    # (IMU attitude and leg encoders); the swing sole lands at its stance sole's. 0 (the default): the soles are
-    # held flat, as the gait's flat-ground plan has them. On a ramp the stance ankle then holds the sole against the
-    # ramp and pushes the body downhill (2026-12-07, envelope slope_10_up: the pelvis pitched back 4-8 deg and the
-    # robot fell backward 2 steps onto the ramp). Measured with 0.3 on the 10 deg ramps: up 0.06 -> 0.68 m before
-    # the fall, down 3.9 -> 7.2 s; neither passes (the footholds are still planned at floor height). docs/walker.md
+    # per tick, in double support: how far a sole's pitch target moves toward the pitch the sole is measured at (IMU
+    # attitude and leg encoders): both soles standing, the one that has just landed walking; the swing sole lands at
+    # its stance sole's. 0 (the default): the soles are held flat, as the gait's flat-ground plan has them. On a ramp
+    # the stance ankle then holds the sole against the ramp and tips the body (2026-12-07, envelope slope_10_up: the
+    # pelvis pitched back 4-8 deg and the robot fell backward two steps onto the ramp). Measured with the heights
+    # below, docs/scenes.md: 5 deg ramps walk 2-3 m instead of falling within 1.1 m; 10 and 15 deg still fall within
+    # 1.3 m; ice, which any change to the controller moves by seconds, fell sooner in every setting tried.
     ground_pitch_follow: float = 0.0
     max_ground_pitch: float = 0.3  # rad; the followed sole pitch is clipped to this
+    # footholds and the pelvis at the ground's height: each foothold at the stance sole's height continued along the
+    # followed ground pitch (integrated from that pitch, not measured: a sole's measured height moves by a centimetre
+    # as it rolls), the pelvis kept above the soles' mean height. Off (the default): one level floor at z = 0.
+    ground_height_follow: bool = False
     com_x_offset: float = 0.015  # m; standing COM ahead of the sole centre (the stand pose rests 3.5 cm ahead)
     # m the walking ZMP sits ahead of the sole centre. At 0 the robot leans back and loads its heels within a few
     # steps; 0.02-0.04 all walk the straight scenarios. But pressure near the toes costs yaw grip: the sole's four

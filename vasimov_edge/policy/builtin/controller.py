@@ -180,6 +180,7 @@ class BuiltinController:
         self.planner.update_zmp_local(self.command.cmd[0])
         self.command.integrate_heading(est.rpy[2])
 
+        gait.ground_slope = self.body.ground_pitch[gait.stance]  # last tick's, for the footholds' heights
         if gait.mode is Mode.STAND:
             gait.stand_tick(est)
         if gait.mode is Mode.WALK:

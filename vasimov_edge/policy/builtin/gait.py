@@ -47,7 +47,7 @@ def sole_yaw(R: Vec) -> float:
 
 
 def footprint(est: Estimate, side: str) -> FootPose:
-    """Where the sole of ``side`` rests now, from the estimate (odometry frame, on the ground)."""
+    """Where the sole of ``side`` rests now, from the estimate (odometry frame, on the ground at z = 0)."""
     p = est.base + est.sole[side][0]
     p[2] = 0.0
     return FootPose(p, sole_yaw(est.sole[side][1]))
@@ -89,6 +89,7 @@ class Gait:
         self.stand_from = np.zeros(2)
         self.stand_ticks = 10**6
         self.preview_reset = True  # restart the COM plan from the estimated COM state at the next standing tick
+        self.ground_slope = 0.0  # rad, uphill ahead > 0: the ground under the stance sole (set by the controller)
 
     def anchor(self, sole: dict[str, tuple[Vec, Vec]]) -> None:
         """Anchor the odometry: the footprints are the measured soles (pelvis origin at the odometry origin)."""
@@ -181,6 +182,7 @@ class Gait:
         """Last double-support tick, still anchored on the old stance foot: measure the new one now that it rests
         flat (at touchdown it may still be rolling onto its sole), and learn how far it landed from its target."""
         foot = footprint(est, self.stance)
+        foot.pos[2] = self.feet[self.stance].pos[2]  # the height it was given at touchdown (``_on_ground``)
         self.feet[self.stance] = foot
         self.landing.learn(foot.pos, self.stance, self.feet[OTHER[self.stance]].yaw, self.command.cmd,
                            self.recovery.gait)
@@ -190,7 +192,7 @@ class Gait:
         cfg = self.cfg
         planner = self.planner
         swing = OTHER[self.stance]
-        landed = footprint(est, swing)
+        landed = self._on_ground(footprint(est, swing))
         old_stance = self.stance
         self.stride.track(landed.pos, self.feet[old_stance], self.swing_from, self.steps, self.final_step,
                           self.command.cmd, self.command.target)
@@ -220,7 +222,7 @@ class Gait:
         if not self.final_step:
             nominal = planner.turn_toward_heading(nominal, self.feet[swing], self.feet[old_stance],
                                                   self.command.heading)
-        self.nominal_target = planner.constrain(old_stance, self.feet[swing], nominal)
+        self.nominal_target = self._on_ground(planner.constrain(old_stance, self.feet[swing], nominal))
         self.swing_target = self.nominal_target.copy()
 
     def adjust_step(self, err: Vec) -> None:
@@ -244,9 +246,21 @@ class Gait:
         gain = self.recovery.step_gain()
         if gain is None:
             gain = np.array([cfg.dcm_step_gain, cfg.dcm_step_gain_lateral])
-        self.swing_target = self.planner.capture_foothold(
+        self.swing_target = self._on_ground(self.planner.capture_foothold(
             self.nominal_target, self.feet[self.stance], OTHER[self.stance], xi, remaining, self.omega,
-            self.command.cmd, self.final_step, gain)
+            self.command.cmd, self.final_step, gain))
+
+    def _on_ground(self, foot: FootPose) -> FootPose:
+        """``foot`` at the height the ground is expected at (``ground_height_follow``): the stance sole's height,
+        continued along ``ground_slope`` in the stance sole's heading; unchanged (z = 0) otherwise. Heights are
+        integrated from the followed ground pitch rather than measured: a sole's measured height moves by a
+        centimetre as it rolls onto its toe or heel (traced on the 5 and 10 deg ramps: the measured footholds
+        drifted 1-1.5 cm per step), its pitch in double support does not."""
+        if self.cfg.ground_height_follow:
+            stance = self.feet[self.stance]
+            ahead = float(np.dot(foot.pos[:2] - stance.pos[:2], (math.cos(stance.yaw), math.sin(stance.yaw))))
+            foot.pos[2] = stance.pos[2] + math.tan(self.ground_slope) * ahead
+        return foot
 
     # ------------------------------------------------------------------ ZMP plan
     def zmp_horizon(self) -> Vec:
@@ -306,7 +320,7 @@ class Gait:
         end = a1.pos.copy()
         self.landing.shift(end, self.feet[self.stance].yaw, OTHER[self.stance])
         pos = (1.0 - b) * a0.pos + b * end
-        pos[2] = self.recovery.swing_height() * z
+        pos[2] += self.recovery.swing_height() * z  # above the line between the two footprints' heights
         return FootPose(pos, a0.yaw + b * wrap(a1.yaw - a0.yaw))
 
     def foot_now(self, side: str) -> FootPose:

@@ -85,6 +85,7 @@ class WholeBody:
     def reset(self) -> None:
         self.height = self.cfg.stand_pelvis_height
         self.ground_pitch = {s: 0.0 for s in SIDES}  # rad, toe up > 0: each sole's followed ground pitch
+        self.ground = 0.0  # m; the soles' mean height the pelvis is kept above (ground_height_follow)
         self.takeover_q = joints.DEFAULT_POS.copy()
         self.takeover_tick = 10**6
         # (swing side, its leg angles this tick, one tick ahead) when a leg swings, for the rate feed-forward
@@ -111,6 +112,13 @@ class WholeBody:
         step = cfg.height_rate * cfg.control_dt
         self.height = float(np.clip(goal, self.height - step, self.height + step))
         height = self.height
+        if cfg.ground_height_follow and gait.feet:
+            # above the soles' mean height (their footprints), followed as fast as the ground can rise under the
+            # fastest forward walk on the steepest followed slope
+            ground = 0.5 * sum(float(gait.feet[s].pos[2]) for s in SIDES)
+            step = cfg.command_limit[0] * math.tan(cfg.max_ground_pitch) * cfg.control_dt
+            self.ground = float(np.clip(ground, self.ground - step, self.ground + step))
+            height += self.ground
         single = gait.in_single_support()
         hike = 0.0
         if single:
@@ -118,8 +126,8 @@ class WholeBody:
             bump = math.sin(math.pi * u) ** 2
             height += cfg.single_support_rise * bump
             hike = -SIGN[gait.stance] * cfg.hip_hike * bump
-        if not single:
-            self._follow_ground(est)
+        if not single:  # the soles that rest flat: standing both, walking the one that has just landed
+            self._follow_ground(est, list(SIDES) if gait.mode is Mode.STAND else [gait.stance])
         feet_now = {s: gait.foot_now(s) for s in SIDES}
         yl, yr = feet_now["left"].yaw, feet_now["right"].yaw
         R_des = yaw_rotation(yr + 0.5 * wrap(yl - yr)) @ rot_exp(np.array([hike, cfg.torso_pitch, 0.0]))
@@ -161,9 +169,11 @@ class WholeBody:
             q_des[self.waist] += cfg.waist_swing * d
         return q_des
 
-    def _follow_ground(self, est: Estimate) -> None:
-        """Move each sole's pitch target toward the pitch it is measured at (``ground_pitch_follow`` per tick; called
-        in double support only, when both soles rest on the ground and neither is rolling onto a toe or heel by plan).
+    def _follow_ground(self, est: Estimate, sides: list[str]) -> None:
+        """Move the pitch target of each sole in ``sides`` toward the pitch it is measured at (``ground_pitch_follow``
+        per tick). Called for the soles that rest flat on the ground: both standing; walking, in double support, only
+        the one that has just landed (the trailing sole is lifting its heel then: measured, its toe-down roll read as
+        a downhill ramp on the way up).
 
         Why: the plan is flat, so on a ramp a stiff ankle holding the sole flat fights the ramp and tips the body
         downhill; the measured sole pitch (IMU attitude times leg kinematics, ``Estimate.sole``) is the ground's
@@ -172,7 +182,7 @@ class WholeBody:
         if gain <= 0.0:
             return
         lim = self.cfg.max_ground_pitch
-        for s in SIDES:
+        for s in sides:
             x = est.sole[s][1][:, 0]  # the sole's forward axis in the world-aligned frame
             measured = math.atan2(float(x[2]), math.hypot(float(x[0]), float(x[1])))
             g = self.ground_pitch[s]
