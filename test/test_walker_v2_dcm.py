@@ -186,3 +186,43 @@ def test_walking_backward_the_swing_sole_lands_on_its_toe_and_the_stance_sole_ro
     walker.com_cmd = np.array([-0.15, 0.0])
     walker._heel_off("left", np.array([-0.15, 0.1]))
     assert walker.feet["left"].pitch == 0.0
+
+
+def test_ground_following_pitches_the_sole_targets_and_raises_footholds_along_the_followed_pitch():
+    """Opt-in ground following: in single support the stance sole's ground pitch moves toward its measured pitch,
+    except within the dead band (level ground); the sole task is pitched by it (toe up), the next foothold continues
+    the stance sole's height along it, and the COM target rises by the soles' mean ground height. Off by default:
+    nothing moves."""
+    pytest.importorskip("placo")
+    from types import SimpleNamespace
+
+    from vasimov_edge.policy.walker import WalkerV2
+    from vasimov_edge.policy.walker.config import WalkerConfig
+    from vasimov_edge.policy.walker.controller import FootPlan
+
+    def walking(cfg: WalkerConfig) -> WalkerV2:
+        w = WalkerV2(cfg)
+        w.feet = {"left": FootPlan(np.array([0.1, 0.1, 0.02]), 0.0), "right": FootPlan(np.array([0.0, -0.1, 0.0]), 0.0)}
+        w.mode, w.stance = "walk", "left"
+        w.swing_start = FootPlan(np.array([0.0, -0.1, 0.0]), 0.0)  # single support
+        return w
+
+    uphill = SimpleNamespace(feet_pitch={"left": 0.1, "right": 0.0})
+    level = SimpleNamespace(feet_pitch={"left": 0.03, "right": 0.0})  # within the 0.05 rad dead band
+    off = walking(WalkerConfig())
+    off._follow_ground(uphill)
+    assert off.feet["left"].ground == 0.0 and off._ground_z(np.array([0.3, 0.1]), "left") == 0.0
+    w = walking(WalkerConfig(ground_pitch_follow=0.5, ground_height_follow=True))
+    w._follow_ground(uphill)
+    assert w.feet["left"].ground == pytest.approx(0.05)
+    assert w.feet["right"].ground == 0.0  # the swinging sole is not measured
+    w._follow_ground(level)
+    assert w.feet["left"].ground == pytest.approx(0.025)  # level ground: back toward 0
+    w.feet["left"].ground = 0.1
+    assert w._ground_z(np.array([0.3, 0.1]), "left") == pytest.approx(0.02 + math.tan(0.1) * 0.2)
+    assert w._ground_height() == pytest.approx(0.5 * (0.02 + 0.0))  # the swinging sole counts where it lifted off
+    body = w.body
+    body._set_targets(w.feet, np.zeros(2), 0.0, w._ground_height())
+    x_axis = np.asarray(body.foot_task["left"].T_world_frame)[:3, 0]
+    assert math.atan2(x_axis[2], x_axis[0]) == pytest.approx(0.1)  # toe up by the followed pitch
+    assert np.asarray(body.com_task.target_world)[2] == pytest.approx(w.cfg.com_height + 0.01)

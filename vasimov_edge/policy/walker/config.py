@@ -92,3 +92,16 @@ class WalkerConfig:
     # flattening as the body passes over it. Over every suite: falls 108 -> 108, survival 1646 -> 1840 s, no suite
     # worse; backward 0.4 m/s walks its 8 s (fell at 4.4 s) (docs/walker.md, "Toe landing")
     toe_landing: bool = True
+    # ground following (both off by default; the plan is one level floor at z = 0). ``ground_pitch_follow``: per tick,
+    # how far a flat-resting sole's pitch target moves toward the pitch it is measured at (IMU attitude and leg
+    # encoders): both soles standing, the one that has just landed walking; the swing sole lands at its stance sole's.
+    # ``ground_height_follow``: footholds at the stance sole's height continued along that pitch, and the COM height
+    # above the soles' mean. The same rules as the built-in walker's options of these names (docs/scenes.md).
+    ground_pitch_follow: float = 0.0
+    max_ground_pitch: float = 0.3  # rad
+    # rad: a measured sole pitch within this of level is read as level ground (so the followed pitch returns to 0).
+    # The stance sole in single support on the level floor, default walker, forward 0.3 / backward 0.2 / strafe 0.2 /
+    # turn 0.3: 5th-95th percentile -0.26..1.43 deg; followed without it, the soles' own tilt fed back (forward 0.3
+    # fell at 7.4 s). 0.05 rad (2.9 deg) is twice the widest of those.
+    ground_pitch_deadband: float = 0.05
+    ground_height_follow: bool = False

@@ -53,6 +53,7 @@ class FootPlan:
     pos: Vec  # (3,) odometry frame; z is the sole's height above the ground plane
     yaw: float
     pitch: float = 0.0  # rad the sole is rolled onto its toe line (heel up); ``pos`` is then the flat sole's centre
+    ground: float = 0.0  # rad, the ground's pitch under the sole (toe up > 0; ``ground_pitch_follow``)
 
 
 @dataclass
@@ -201,7 +202,7 @@ class WalkerV2:
         """The swing sole is down where planned: it becomes the stance (and odometry anchor)."""
         old = self.stance
         self.prev_stance_pos = self._sole_centre(old)
-        self.feet[swing].pos[2] = 0.0
+        self.feet[swing].pos[2] = self._ground_z(self.feet[swing].pos[:2], old)
         # the estimate measured the new sole at est.feet[swing]; the odometry now anchors on its plan instead
         self.est.rebase()
         self.com_cmd = self.com_cmd + (self.feet[swing].pos[:2] - est.feet[swing][:2])
@@ -324,6 +325,45 @@ class WalkerV2:
             f.pitch = self._roll_for(target, yaw) * min(1.0, (phase - 0.5) / max(0.5 - cfg.land_phase, 1e-9))
         # raised cosine: zero vertical speed at lift-off and touchdown (a sine landed at 0.4 m/s and the sole bounced)
         f.pos[2] = cfg.swing_height * 0.5 * (1.0 - math.cos(2.0 * math.pi * phase))
+        if cfg.ground_height_follow and self.swing_start is not None:  # above the line from lift-off to the foothold
+            z0, z1 = float(self.swing_start.pos[2]), self._ground_z(target, self.stance)
+            f.pos[2] += z0 + (z1 - z0) * min(1.0, phase / max(1.0 - cfg.land_phase, 1e-9))
+        f.ground = self.feet[self.stance].ground  # it lands at the stance sole's ground pitch
+
+    def _ground_z(self, xy: Vec, stance: str) -> float:
+        """Height of the ground expected at ``xy`` (``ground_height_follow``): the ``stance`` sole's height continued
+        along its followed ground pitch in its heading; 0 (one level floor) otherwise."""
+        if not self.cfg.ground_height_follow:
+            return 0.0
+        f = self.feet[stance]
+        ahead = float((dcm.rot2(f.yaw).T @ (np.asarray(xy[:2]) - f.pos[:2]))[0])
+        return float(f.pos[2]) + math.tan(f.ground) * ahead
+
+    def _follow_ground(self, est: Estimate) -> None:
+        """Move the ground pitch of each sole resting flat toward its measured pitch (``ground_pitch_follow``): both
+        standing; walking, the stance sole in single support, when it carries the whole weight (in double support the
+        new sole is still rocking from heel to toe after its touchdown, and the trailing one lifts its heel).
+        Traced on the 10 deg ramp down, following the new sole in double support: a heel-first landing past the
+        crest read as 15 deg uphill."""
+        cfg = self.cfg
+        if cfg.ground_pitch_follow <= 0.0 or (self.mode == "walk" and self.swing_start is None):
+            return
+        sides = SIDES if self.mode == "stand" else (self.stance,)
+        for s in sides:
+            f = self.feet[s]
+            if f.pitch == 0.0:  # not rolled by plan
+                measured = est.feet_pitch[s] if abs(est.feet_pitch[s]) > cfg.ground_pitch_deadband else 0.0
+                f.ground = float(np.clip(f.ground + cfg.ground_pitch_follow * (measured - f.ground),
+                                         -cfg.max_ground_pitch, cfg.max_ground_pitch))
+
+    def _ground_height(self) -> float:
+        """The soles' mean ground height (a swinging sole counts where it lifted off), for the COM height."""
+        if not self.cfg.ground_height_follow:
+            return 0.0
+        swinging = self.mode == "walk" and self.swing_start is not None
+        z = [float(self.swing_start.pos[2]) if (swinging and s != self.stance) else float(self.feet[s].pos[2])
+             for s in SIDES]
+        return 0.5 * (z[0] + z[1])
 
     # ------------------------------------------------------------------ tick
     def step(self, inp: PolicyInput) -> PolicyOutput:
@@ -342,8 +382,9 @@ class WalkerV2:
         q = np.asarray(inp.q, dtype=np.float64)
         anchor = self.feet[self.stance]
         gyro = np.asarray(inp.gyro, dtype=np.float64)
-        est = self.est.update(inp.quat, q, self.stance, anchor.pos[:2], anchor.yaw, gyro,
+        est = self.est.update(inp.quat, q, self.stance, anchor.pos, anchor.yaw, gyro,
                               np.asarray(inp.qd, dtype=np.float64))
+        self._follow_ground(est)
         xi = dcm.dcm_of(est.com[:2], est.com_vel, self.omega)
         self._shape_command(inp.command)
         self.heading_goal = _wrap(self.heading_goal + self.cmd[2] * cfg.dt)
@@ -361,7 +402,8 @@ class WalkerV2:
         self.com_cmd, self.vel_cmd = dcm.lipm_step(self.com_cmd, self.vel_cmd, zmp, self.omega, cfg.dt)
         support = self._support_weights(zmp, swing)
         com_acc = self.omega ** 2 * (self.com_cmd - zmp)
-        q_des, tau = self.body.solve(self.feet, self.com_cmd, self.heading, support, zmp, com_acc)
+        q_des, tau = self.body.solve(self.feet, self.com_cmd, self.heading, support, zmp, com_acc,
+                                     self._ground_height())
         tel = self.telemetry
         tel.mode, tel.stance = self.mode, (self.stance if swing is not None else "both")
         tel.dcm, tel.zmp, tel.steps = xi, zmp, self.steps

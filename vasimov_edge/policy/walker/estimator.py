@@ -51,6 +51,7 @@ class Estimate:
     com_vel: Vec  # (2,)
     feet: dict[str, Vec]  # side -> (3,) sole position, odometry frame (anchor sole = its planned pose)
     feet_yaw: dict[str, float]
+    feet_pitch: dict[str, float]  # rad, each sole's forward axis above the horizontal (toe up > 0)
     base_yaw: float  # IMU heading
     tilt: float  # rad from upright
 
@@ -92,7 +93,7 @@ class Estimator:
         c, s = math.cos(dyaw), math.sin(dyaw)
         rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         origin = a[:3, 3]
-        shift = np.array([anchor_pos[0], anchor_pos[1], 0.0])
+        shift = np.array([anchor_pos[0], anchor_pos[1], anchor_pos[2] if len(anchor_pos) > 2 else 0.0])
 
         def to_odom(p: Vec) -> Vec:
             return shift + rz @ (p - origin)
@@ -100,6 +101,8 @@ class Estimator:
         com_o = to_odom(com)
         feet = {sd: to_odom(frames[sd][:3, 3]) for sd in SIDES}
         feet_yaw = {sd: yaw_of(rz @ frames[sd][:3, :3]) for sd in SIDES}
+        feet_pitch = {sd: math.atan2(float(frames[sd][2, 0]), math.hypot(float(frames[sd][0, 0]),
+                                                                         float(frames[sd][1, 0]))) for sd in SIDES}
         if gyro is not None and qd is not None:
             v = self._qd
             v[:] = 0.0
@@ -116,7 +119,7 @@ class Estimator:
                 self.com_vel = raw
                 self._started = True
         tilt = math.acos(max(-1.0, min(1.0, float(r[2, 2]))))
-        return Estimate(com_o, self.com_vel.copy(), feet, feet_yaw, yaw_of(r), tilt)
+        return Estimate(com_o, self.com_vel.copy(), feet, feet_yaw, feet_pitch, yaw_of(r), tilt)
 
     def rebase(self) -> None:
         """The anchor sole changed; the velocity (relative to a sole at rest) carries over."""

@@ -112,9 +112,13 @@ class WholeBody:
             self.solver.solve(True)
         robot.update_kinematics()
 
-    def _set_targets(self, feet: dict, com_xy: Vec, heading: float) -> None:
+    def _set_targets(self, feet: dict, com_xy: Vec, heading: float, ground_z: float = 0.0) -> None:
         for s in SIDES:
             t = _frame(feet[s].pos, feet[s].yaw)
+            g = feet[s].ground
+            if g != 0.0:  # the sole follows the ground's pitch (toe up > 0) about its own y axis
+                c, sn = math.cos(g), math.sin(g)
+                t[:3, :3] = t[:3, :3] @ np.array([[c, 0.0, -sn], [0.0, 1.0, 0.0], [sn, 0.0, c]])
             pitch = feet[s].pitch
             if pitch > 0.0:  # heel-off, rolled about the toe line: the sole centre rises and moves back
                 toe = np.array([self.sole.half_length, 0.0, 0.0])
@@ -123,7 +127,7 @@ class WholeBody:
                 t[:3, 3] = t[:3, 3] + t[:3, :3] @ (toe - ry @ toe)
                 t[:3, :3] = t[:3, :3] @ ry
             self.foot_task[s].T_world_frame = t
-        self.com_task.target_world = np.array([com_xy[0], com_xy[1], self.cfg.com_height])
+        self.com_task.target_world = np.array([com_xy[0], com_xy[1], self.cfg.com_height + ground_z])
         c, s_ = math.cos(heading), math.sin(heading)
         cp, sp = math.cos(self.cfg.trunk_pitch), math.sin(self.cfg.trunk_pitch)
         yaw = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
@@ -131,11 +135,12 @@ class WholeBody:
         self.trunk_task.R_world_frame = yaw @ pitch
 
     def solve(self, feet: dict, com_xy: Vec, heading: float, support: dict[str, float], zmp: Vec,
-              com_acc: Vec) -> tuple[Vec, Vec]:
-        """Joint targets (25, joint order) and feed-forward torques for this tick's targets."""
+              com_acc: Vec, ground_z: float = 0.0) -> tuple[Vec, Vec]:
+        """Joint targets (25, joint order) and feed-forward torques for this tick's targets; the COM is held
+        ``ground_z`` higher (the soles' mean ground height, ``ground_height_follow``)."""
         robot = self.robot
         self._weigh_soles(support)
-        self._set_targets(feet, com_xy, heading)
+        self._set_targets(feet, com_xy, heading, ground_z)
         for _ in range(2):
             robot.update_kinematics()
             self.solver.solve(True)
