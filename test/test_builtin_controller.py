@@ -434,6 +434,16 @@ def _sole_pitched(pitch: float) -> np.ndarray:
     return np.array([[c, 0.0, -s], [0.0, 1.0, 0.0], [s, 0.0, c]])
 
 
+def test_forward_pitch_is_the_x_axis_elevation_whatever_the_heading():
+    from vasimov.frames import forward_pitch
+
+    for yaw in (0.0, 1.0, -2.5):
+        c, s = np.cos(yaw), np.sin(yaw)
+        heading = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        assert forward_pitch(heading @ _sole_pitched(0.1)) == pytest.approx(0.1)
+        assert forward_pitch(heading @ _sole_pitched(-0.25)) == pytest.approx(-0.25)
+
+
 def test_soles_follow_the_measured_ground_pitch_only_when_asked_and_within_the_limit(kin):
     from types import SimpleNamespace
 

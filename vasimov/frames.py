@@ -53,6 +53,13 @@ def yaw_from_quat(quat_wxyz: ArrayLike) -> NDArray[np.float64] | float:
     return float(yaw) if yaw.ndim == 0 else yaw
 
 
+def forward_pitch(rot: ArrayLike) -> float:
+    """Elevation (rad, up > 0) of a frame's x axis above the ground plane, from its rotation matrix (3x3,
+    frame-to-world). For a sole, the pitch it rests at: toe up > 0, whatever its heading."""
+    r = np.asarray(rot, dtype=np.float64)
+    return float(np.arctan2(r[2, 0], np.hypot(r[0, 0], r[1, 0])))
+
+
 def _rotate_one(q: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Single quaternion and vector in plain floats: np.cross costs ~20 us a call, and the plant rotates twice per
     physics step."""

@@ -15,12 +15,14 @@ it, with a small but real pitch weight (a near-zero weight let the IK jump betwe
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
 from numpy.typing import NDArray
 
 from vasimov import joints
+from vasimov.frames import forward_pitch
 from vasimov_edge.policy.builtin.config import ControllerConfig
 from vasimov_edge.policy.builtin.estimation import Estimate
 from vasimov_edge.policy.builtin.footsteps import SIGN, wrap
@@ -126,8 +128,8 @@ class WholeBody:
             bump = math.sin(math.pi * u) ** 2
             height += cfg.single_support_rise * bump
             hike = -SIGN[gait.stance] * cfg.hip_hike * bump
-        if not single:  # the soles that rest flat: standing both, walking the one that has just landed
-            self._follow_ground(est, list(SIDES) if gait.mode is Mode.STAND else [gait.stance])
+        if not single and cfg.ground_pitch_follow > 0.0:  # the soles resting flat: standing both, walking the new one
+            self._follow_ground(est, SIDES if gait.mode is Mode.STAND else (gait.stance,))
         feet_now = {s: gait.foot_now(s) for s in SIDES}
         yl, yr = feet_now["left"].yaw, feet_now["right"].yaw
         R_des = yaw_rotation(yr + 0.5 * wrap(yl - yr)) @ rot_exp(np.array([hike, cfg.torso_pitch, 0.0]))
@@ -169,7 +171,7 @@ class WholeBody:
             q_des[self.waist] += cfg.waist_swing * d
         return q_des
 
-    def _follow_ground(self, est: Estimate, sides: list[str]) -> None:
+    def _follow_ground(self, est: Estimate, sides: Sequence[str]) -> None:
         """Move the pitch target of each sole in ``sides`` toward the pitch it is measured at (``ground_pitch_follow``
         per tick). Called for the soles that rest flat on the ground: both standing; walking, in double support, only
         the one that has just landed (the trailing sole is lifting its heel then: measured, its toe-down roll read as
@@ -179,12 +181,9 @@ class WholeBody:
         downhill; the measured sole pitch (IMU attitude times leg kinematics, ``Estimate.sole``) is the ground's
         under it. Toe up is positive, about the sole's own heading."""
         gain = self.cfg.ground_pitch_follow
-        if gain <= 0.0:
-            return
         lim = self.cfg.max_ground_pitch
         for s in sides:
-            x = est.sole[s][1][:, 0]  # the sole's forward axis in the world-aligned frame
-            measured = math.atan2(float(x[2]), math.hypot(float(x[0]), float(x[1])))
+            measured = forward_pitch(est.sole[s][1])  # the sole's rotation is world-aligned
             g = self.ground_pitch[s]
             self.ground_pitch[s] = float(np.clip(g + gain * (measured - g), -lim, lim))
 

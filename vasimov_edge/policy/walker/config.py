@@ -94,9 +94,10 @@ class WalkerConfig:
     toe_landing: bool = True
     # ground following (both off by default; the plan is one level floor at z = 0). ``ground_pitch_follow``: per tick,
     # how far a flat-resting sole's pitch target moves toward the pitch it is measured at (IMU attitude and leg
-    # encoders): both soles standing, the one that has just landed walking; the swing sole lands at its stance sole's.
-    # ``ground_height_follow``: footholds at the stance sole's height continued along that pitch, and the COM height
-    # above the soles' mean. The same rules as the built-in walker's options of these names (docs/scenes.md).
+    # encoders): both soles standing, the stance sole in single support walking; the swing sole lands at its stance
+    # sole's. ``ground_height_follow``: footholds at the stance sole's height continued along that pitch, and the COM
+    # height above the soles' mean. The built-in walker has options of these names; it follows the new sole in double
+    # support instead and has no dead band (docs/walker.md, "Ground following on slopes").
     ground_pitch_follow: float = 0.0
     max_ground_pitch: float = 0.3  # rad
     # rad: a measured sole pitch within this of level is read as level ground (so the followed pitch returns to 0).

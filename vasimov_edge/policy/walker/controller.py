@@ -110,7 +110,7 @@ class WalkerV2:
         """First active tick: the soles where the encoders put them (flat on the ground), odometry at the left
         sole, the COM command at the measured COM."""
         q = np.asarray(inp.q, dtype=np.float64)
-        e0 = self.est.update(inp.quat, q, "left", np.zeros(2), 0.0)
+        e0 = self.est.update(inp.quat, q, "left", np.zeros(3), 0.0)
         self.feet = {s: FootPlan(np.array([e0.feet[s][0], e0.feet[s][1], 0.0]), e0.feet_yaw[s]) for s in SIDES}
         self.stance = "left"
         self.est.reset()

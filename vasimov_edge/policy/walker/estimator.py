@@ -21,6 +21,7 @@ import placo
 from numpy.typing import NDArray
 
 from vasimov import joints
+from vasimov.frames import forward_pitch
 
 Vec = NDArray[np.float64]
 SIDES = ("left", "right")
@@ -74,8 +75,8 @@ class Estimator:
 
     def update(self, quat: Vec, q: Vec, anchor: str, anchor_pos: Vec, anchor_yaw: float, gyro: Vec | None = None,
                qd: Vec | None = None) -> Estimate:
-        """One tick: pose the model, place it so the ``anchor`` sole sits at ``anchor_pos`` (xy) with the measured
-        relative yaw kept, and return the estimate."""
+        """One tick: pose the model, place it so the ``anchor`` sole sits at ``anchor_pos`` (x, y and its ground
+        height) with the measured relative yaw kept, and return the estimate."""
         robot = self.robot
         for name, value in zip(self.names, q, strict=True):
             robot.set_joint(name, float(value))
@@ -93,7 +94,7 @@ class Estimator:
         c, s = math.cos(dyaw), math.sin(dyaw)
         rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         origin = a[:3, 3]
-        shift = np.array([anchor_pos[0], anchor_pos[1], anchor_pos[2] if len(anchor_pos) > 2 else 0.0])
+        shift = np.array([anchor_pos[0], anchor_pos[1], anchor_pos[2]])
 
         def to_odom(p: Vec) -> Vec:
             return shift + rz @ (p - origin)
@@ -101,8 +102,7 @@ class Estimator:
         com_o = to_odom(com)
         feet = {sd: to_odom(frames[sd][:3, 3]) for sd in SIDES}
         feet_yaw = {sd: yaw_of(rz @ frames[sd][:3, :3]) for sd in SIDES}
-        feet_pitch = {sd: math.atan2(float(frames[sd][2, 0]), math.hypot(float(frames[sd][0, 0]),
-                                                                         float(frames[sd][1, 0]))) for sd in SIDES}
+        feet_pitch = {sd: forward_pitch(frames[sd][:3, :3]) for sd in SIDES}
         if gyro is not None and qd is not None:
             v = self._qd
             v[:] = 0.0
