@@ -462,6 +462,8 @@ def test_soles_follow_the_measured_ground_pitch_only_when_asked_and_within_the_l
     assert on.ground_pitch["right"] == pytest.approx(-0.3)  # clipped to max_ground_pitch
     with pytest.raises(ValueError, match="ground_pitch_follow"):
         ControllerConfig(ground_pitch_follow=1.5)
+    with pytest.raises(ValueError, match="max_ground_pitch"):
+        ControllerConfig(max_ground_pitch=-0.1)
 
 
 def test_footholds_continue_the_stance_soles_height_along_the_followed_ground_pitch():

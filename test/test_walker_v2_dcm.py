@@ -226,3 +226,6 @@ def test_ground_following_pitches_the_sole_targets_and_raises_footholds_along_th
     x_axis = np.asarray(body.foot_task["left"].T_world_frame)[:3, 0]
     assert math.atan2(x_axis[2], x_axis[0]) == pytest.approx(0.1)  # toe up by the followed pitch
     assert np.asarray(body.com_task.target_world)[2] == pytest.approx(w.cfg.com_height + 0.01)
+    for bad in ({"ground_pitch_follow": 1.5}, {"max_ground_pitch": -0.1}, {"ground_pitch_deadband": float("nan")}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            WalkerConfig(**bad)

@@ -8,6 +8,7 @@ notes (``locomotion_notes.md``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from vasimov.control_rate import CONTROL_DT
@@ -267,6 +268,8 @@ class ControllerConfig:
                 and 0.0 <= self.ground_pitch_follow <= 1.0):
             raise ValueError("ref_pull, dcm_step_gain(_lateral), dcm_step_error_share, command_build_while_slowing, "
                              "recovery_step_gain(_lateral) and ground_pitch_follow must be in [0, 1]")
+        if not 0.0 <= self.max_ground_pitch < 0.5 * math.pi:
+            raise ValueError(f"max_ground_pitch must be in [0, pi/2) rad, got {self.max_ground_pitch}")
 
     @property
     def step_ticks(self) -> int:

@@ -6,6 +6,7 @@ short documented bench comparison (docs/walker.md, "settings").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from vasimov.control_rate import CONTROL_DT
@@ -106,3 +107,13 @@ class WalkerConfig:
     # fell at 7.4 s). 0.05 rad (2.9 deg) is twice the widest of those.
     ground_pitch_deadband: float = 0.05
     ground_height_follow: bool = False
+
+    def __post_init__(self) -> None:
+        # the ground-following options reach here from `--policy builtin-v2:KEY=VALUE`: a value the rules cannot use
+        # is refused by name, not walked with
+        if not 0.0 <= self.ground_pitch_follow <= 1.0:
+            raise ValueError(f"ground_pitch_follow must be in [0, 1], got {self.ground_pitch_follow}")
+        if not 0.0 <= self.max_ground_pitch < 0.5 * math.pi:
+            raise ValueError(f"max_ground_pitch must be in [0, pi/2) rad, got {self.max_ground_pitch}")
+        if not self.ground_pitch_deadband >= 0.0:
+            raise ValueError(f"ground_pitch_deadband must be >= 0 rad, got {self.ground_pitch_deadband}")
