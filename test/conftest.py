@@ -38,15 +38,29 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.core)
 
 
+_first_graph_of_test: dict[str, int] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _first_graph_of_test[item.nodeid] = len(Graph.instances)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failing test's report carries the tail of every running graph's log: CI keeps nothing else."""
+    """A failing test's report carries the tail of the log of every graph still running and of every graph the test
+    started, ended or not (a graph that stopped because a node crashed is the likeliest culprit): CI keeps nothing
+    else."""
     outcome = yield
     report = outcome.get_result()
     if report.when == "call" and report.failed:
-        for g in Graph.instances:
-            if g.proc.poll() is None:
-                report.sections.append((f"graph log (pid {g.proc.pid}, domain {g.domain})", g.output()[-6000:]))
+        first = _first_graph_of_test.get(item.nodeid, len(Graph.instances))
+        for i, g in enumerate(Graph.instances):
+            rc = g.proc.poll()
+            if rc is None or i >= first:
+                state = "running" if rc is None else f"exited {rc}"
+                report.sections.append((f"graph log (pid {g.proc.pid}, domain {g.domain}, {state})",
+                                        g.output()[-6000:]))
         for n in LoneNode.instances:
             if n.proc.poll() is None:
                 report.sections.append((f"{n.executable} log (pid {n.proc.pid}, domain {n.domain})",

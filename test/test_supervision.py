@@ -127,7 +127,8 @@ def test_a_killed_observer_is_restarted_and_the_control_node_keeps_running(tmp_p
         st = wait_for(lambda: run.status()["nodes"]["foxglove_bridge"]["restarts"] == 1 and run.status(), 5,
                       "the status file to show the restart")
         assert st["nodes"]["foxglove_bridge"] == {"role": "observer", "state": "running", "pid": pids[1],
-                                                  "exits": 1, "restarts": 1, "last_exit": "killed by SIGKILL"}
+                                                  "exits": 1, "restarts": 1, "last_exit": "killed by SIGKILL",
+                                                  "startup_crashes": 0}
         assert st["nodes"]["plant"]["state"] == "running" and st["observer_exits"] == 1
         assert _pids(tmp_path, "plant") and run.thread.is_alive()
         assert os.environ.get(graph_status.ENV_VAR) is None  # the nodes get it, not this process
@@ -232,3 +233,60 @@ def test_the_recorder_closes_its_bag_with_a_longer_grace(tmp_path):
     rec = with_recorder(launch_file.load(LAUNCH), LAUNCH, {}, tmp_path / "bag").nodes[-1]
     assert rec.stop_grace_s == RECORDER_STOP_GRACE_S > 10.0 and rec.kill_loses_data
     assert all(n.stop_grace_s is None and not n.kill_loses_data for n in launch_file.load(LAUNCH).nodes)
+
+
+def _crash_first(tmp_path: Path, name: str, crashes: int, sig: str = "SEGV", after_start: bool = False) -> str:
+    """A node whose first `crashes` processes die of SIG`sig`, before (or, with after_start, after) printing the
+    start line; the later ones print it and run."""
+    started = f"echo '{graph_status.STARTED_TAG}'"
+    crash = f"if [ $(wc -l < {tmp_path / (name + '.pids')}) -le {crashes} ]; then kill -{sig} $$; sleep 5; fi"
+    body = f"{started}\n{crash}\nexec sleep 60" if after_start else f"{crash}\n{started}\nexec sleep 60"
+    return _script(tmp_path, name, body)
+
+
+def test_a_control_node_that_crashes_while_starting_is_started_again_and_the_run_is_clean(tmp_path, capsys):
+    """A SIGSEGV before the node's ROS entities exist (Fast DDS's create_publisher, seen in CI) has told the graph
+    nothing: the node is started again, the graph keeps running, and the end says what happened."""
+    run = _Run([_node("plant", _crash_first(tmp_path, "plant", 2), shutdown_on_exit=True),
+                _node("edge", _script(tmp_path, "edge", "exec sleep 60"), shutdown_on_exit=True)])
+    try:
+        wait_for(lambda: len(_pids(tmp_path, "plant")) == 3, 10, "two start-up retries")
+        st = wait_for(lambda: run.status()["nodes"]["plant"]["startup_crashes"] == 2 and run.status(), 5,
+                      "the status file to show the crashes")
+        assert st["nodes"]["plant"]["pid"] == _pids(tmp_path, "plant")[-1]
+        assert st["nodes"]["plant"]["state"] == "running" and st["nodes"]["plant"]["exits"] == 0
+        assert run.thread.is_alive() and len(_pids(tmp_path, "edge")) == 1
+        assert graph_status.STARTED_TAG not in run.out.getvalue()  # taken out of the graph's output
+    finally:
+        code = run.stop()
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "node 'plant' crashed while starting (killed by SIGSEGV), before it created its ROS entities; starting " \
+           "it again (start-up retry 1 of 2)" in err
+    assert "node 'plant' crashed 2 time(s) while starting (killed by SIGSEGV, killed by SIGSEGV)" in err
+
+
+def test_start_up_retries_are_bounded(tmp_path, capsys):
+    from vasimov_tools.supervisor import MAX_STARTUP_RETRIES
+
+    run = _Run([_node("plant", _crash_first(tmp_path, "plant", 99, sig="ABRT"), shutdown_on_exit=True)])
+    run.thread.join(timeout=20)
+    assert run.code == 1  # the third crash stops the graph like any control node's death
+    assert len(_pids(tmp_path, "plant")) == 1 + MAX_STARTUP_RETRIES
+    assert "node 'plant' exited unexpectedly with code -6" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("crash", ["after_start", "sigkill"])
+def test_a_crash_after_the_start_or_a_kill_is_not_retried(tmp_path, capsys, crash):
+    """After the start line the node may have published: starting it again behind the graph's back would be a
+    silent state change. A SIGKILL before it is someone's intent (the OOM killer, a user), not a crash."""
+    if crash == "after_start":
+        exe = _crash_first(tmp_path, "edge", 1, after_start=True)
+    else:
+        exe = _crash_first(tmp_path, "edge", 1, sig="KILL")
+    run = _Run([_node("plant", _script(tmp_path, "plant", "exec sleep 60"), shutdown_on_exit=True),
+                _node("edge", exe, shutdown_on_exit=True)])
+    run.thread.join(timeout=20)
+    assert run.code == 1 and len(_pids(tmp_path, "edge")) == 1
+    err = capsys.readouterr().err
+    assert "node 'edge' exited unexpectedly" in err and "while starting" not in err

@@ -14,13 +14,35 @@ import contextlib
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
 #: A node prints one line starting with this at exit; `vasimov up` collects it into its exit summary.
 SUMMARY_TAG = "summary for vasimov up: "
 
+#: A node prints this line once its ROS entities exist (rclpy's context, publishers, subscriptions): from then on it
+#: may have told the graph something, so `vasimov up` never starts it again behind the graph's back. A native crash
+#: before this line (seen in CI: SIGSEGV inside Fast DDS's create_publisher while several nodes start at once) is
+#: a start-up crash, which `vasimov up` answers by starting the node again (vasimov_tools.supervisor).
+STARTED_TAG = "vasimov node started"
+
 ENV_VAR = "VASIMOV_GRAPH_STATUS"
+
+#: Signals of a crash in the process itself; a kill from outside (SIGKILL, SIGTERM, SIGINT) is someone's intent.
+CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE})
+
+
+def announce_started() -> None:
+    """Say on stdout that this node's ROS entities exist (``STARTED_TAG``); the supervisor takes the line out of the
+    graph's output. Printed under ``ros2 launch`` too, where it is one harmless log line."""
+    sys.stdout.write(STARTED_TAG + "\n")  # one write: a log line from another thread cannot split it
+    sys.stdout.flush()
+
+
+def is_crash(code: int) -> bool:
+    """Popen's return code says the process died of a crash signal (``-11`` is SIGSEGV)."""
+    return code < 0 and -code in {int(s) for s in CRASH_SIGNALS}
 
 
 def describe_exit(code: int) -> str:

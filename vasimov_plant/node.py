@@ -37,6 +37,7 @@ from vasimov import joints
 from vasimov.boot_states import BOOT_NAMES, BootError, BootState, parse_boot
 from vasimov.control_rate import DAMP_KD
 from vasimov.faults import FaultError, FaultRequest, affected_joints, from_fields
+from vasimov.graph_status import announce_started
 from vasimov.realism import describe, parse_realism
 from vasimov.ros import node_names, qos, topics
 from vasimov.ros.lean_node import LeanNode
@@ -471,6 +472,7 @@ def main(args: list[str] | None = None) -> int:
             except ValueError as exc:
                 print(f"plant: configuration error: {exc}", file=sys.stderr)
                 return 2
+            announce_started()
             executor = make_executor(node)
             executor.add_node(node)
             code = node.drive(executor, stop, flush_timeout=5.0)

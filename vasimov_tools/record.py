@@ -47,6 +47,7 @@ from rclpy.signals import SignalHandlerOptions
 from vasimov_msgs.msg import Provenance
 
 from vasimov.cpu_priority import renice_all_threads
+from vasimov.graph_status import announce_started
 from vasimov.large_buffers import unmap_large_buffers
 from vasimov.realism import RealismError, parse_realism
 from vasimov.realism import describe as realism_describe
@@ -437,6 +438,7 @@ def main(args: list[str] | None = None) -> int:
     with stop_on_signals(absorb_after_stop=True) as stop:
         try:
             node = RecorderNode()
+            announce_started()
             executor = SingleThreadedExecutor()
             executor.add_node(node)
             node.start(executor)

@@ -13,6 +13,13 @@ A node that exits on its own is handled as its launch entry says (launch's attri
 * neither (the recorder `vasimov up --record` adds: a second bag in the same directory would not be safe): reported,
   not restarted; the robot keeps running.
 
+Any node, control or observer, that dies of a crash signal (SIGSEGV, SIGABRT, ...) *before* it said its ROS
+entities exist (``graph_status.STARTED_TAG``) is started again at once, up to MAX_STARTUP_RETRIES times: it has
+published nothing, so the graph cannot tell, and a lockstep run waits for it as for any late node. Seen in CI: a
+SIGSEGV inside Fast DDS's create_publisher while the graph's nodes started together on a loaded 2-core machine
+(ros2/rmw_fastrtps#860 looks like it). Each such crash is an error line and a line in the summary at exit, but not
+a failed run; a crash after the line is handled as below.
+
 Every observer exit is a log line, a row in the status file the SDK bridge serves at `GET /api/sim/counters`
 (vasimov.graph_status) and a line in the summary at exit; a run that otherwise ended normally then exits with
 EXIT_OBSERVER_FAILED instead of 0, so a bounded run with a lost recording does not look clean.
@@ -30,12 +37,12 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from vasimov import graph_status
-from vasimov.graph_status import SUMMARY_TAG
+from vasimov.graph_status import STARTED_TAG, SUMMARY_TAG
 from vasimov.stop_signals import stop_on_signals
 from vasimov_tools.launch_file import LaunchDescription, NodeSpec, share_directory
 
@@ -45,6 +52,7 @@ _PR_SET_PDEATHSIG = 1
 EXIT_OBSERVER_FAILED = 7  # the run ended normally, but an observer died on the way (restarted or not)
 EXIT_KILLED_WITH_DATA = 8  # the run ended, but a node that was still writing out data had to be killed (NodeSpec)
 MAX_BACKOFF_S = 30.0  # longest wait before an observer's restart
+MAX_STARTUP_RETRIES = 2  # a node that crashes before it has started is started again at most this many times
 # A node's exit code for a configuration error (vasimov.ros.spin.EXIT_CONFIG; not imported here, it pulls in rclpy):
 # starting it again with the same configuration cannot help, so such an observer is not restarted.
 EXIT_CONFIG = 2
@@ -134,11 +142,13 @@ class _Child:
     restarts: int = 0
     last_exit: str = ""
     restart_at: float = 0.0  # monotonic time of the pending restart
+    started: bool = False  # the current process printed graph_status.STARTED_TAG
+    startup_crashes: list[str] = field(default_factory=list)  # how each start-up crash ended, in order
 
     def status(self) -> dict[str, object]:
         role = "control" if self.spec.shutdown_on_exit else "observer"
         return {"role": role, "state": self.state, "pid": self.proc.pid, "exits": self.exits,
-                "restarts": self.restarts, "last_exit": self.last_exit}
+                "restarts": self.restarts, "last_exit": self.last_exit, "startup_crashes": len(self.startup_crashes)}
 
 
 class Supervisor:
@@ -166,6 +176,7 @@ class Supervisor:
                                 stderr=subprocess.STDOUT, process_group=0, preexec_fn=_die_with_parent)
 
     def _start_pump(self, child: _Child) -> None:
+        child.started = False  # the new process has not said so yet
         child.pump = threading.Thread(target=self._pump, args=(child, child.proc), daemon=True,
                                       name=f"out-{child.spec.name}")
         child.pump.start()
@@ -193,6 +204,10 @@ class Supervisor:
             self.stop_all()
             for name, text in self.summaries.items():
                 self._say(f"{name}: {text}")
+            for c in self._children:
+                if c.startup_crashes:
+                    self._say(f"node '{c.spec.name}' crashed {len(c.startup_crashes)} time(s) while starting "
+                              f"({', '.join(c.startup_crashes)}) and was started again", error=True)
             lost = [c for c in self._children if c.exits]
             for c in lost:
                 self._say(f"observer '{c.spec.name}' exited {c.exits} time(s) during the run, restarted "
@@ -218,6 +233,8 @@ class Supervisor:
                 rc = child.proc.poll()
                 if rc is None:
                     continue
+                if self._startup_crash(child, rc):
+                    continue
                 if child.spec.name == self.primary and rc == 0:
                     self._say(f"node '{child.spec.name}' finished; stopping the graph")
                     return 0
@@ -228,6 +245,30 @@ class Supervisor:
                 self._observer_exited(child, rc, now)
         self._say("stop requested; shutting the graph down")
         return 0
+
+    def _startup_crash(self, child: _Child, rc: int) -> bool:
+        """A crash before the node said it started: start it again at once (bounded), and say so. True if handled."""
+        if child.started or not graph_status.is_crash(rc) or len(child.startup_crashes) >= MAX_STARTUP_RETRIES:
+            return False
+        if child.pump is not None:
+            child.pump.join(timeout=2.0)  # its last lines (faulthandler's stack of the crash) are in the output
+            if child.started:  # the tag was still in the pipe: it had started, so this is a run-time crash
+                return False
+        how = graph_status.describe_exit(rc)
+        child.startup_crashes.append(how)
+        self._killed_hard = True  # its shared-memory segments are left behind: clean them at the end
+        n = len(child.startup_crashes)
+        self._say(f"node '{child.spec.name}' crashed while starting ({how}), before it created its ROS entities; "
+                  f"starting it again (start-up retry {n} of {MAX_STARTUP_RETRIES})", error=True)
+        try:
+            child.proc = self._spawn(child.spec)
+        except OSError as exc:
+            self._say(f"node '{child.spec.name}' could not be started again: {exc}", error=True)
+            return False
+        self._start_pump(child)
+        self._say(f"started node '{child.spec.name}' again (pid {child.proc.pid})")
+        self._write_status()
+        return True
 
     def _observer_exited(self, child: _Child, rc: int, now: float) -> None:
         """An observer died: the robot keeps running; restart it if its launch entry says so and budget is left."""
@@ -329,6 +370,9 @@ class Supervisor:
         assert proc.stdout is not None
         for raw in iter(proc.stdout.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line == STARTED_TAG:
+                child.started = True
+                continue
             if line.startswith(SUMMARY_TAG):  # printed once, at exit
                 self.summaries[child.spec.name] = line[len(SUMMARY_TAG):]
                 continue

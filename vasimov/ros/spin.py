@@ -14,6 +14,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from vasimov.graph_status import announce_started
 from vasimov.ros import native_exit
 from vasimov.ros.batch_take import spin_once_batched
 from vasimov.ros.shm import own_segments, remove_own_segments
@@ -138,6 +139,7 @@ def run_node(name: str, factory: Callable[[], Any], args: list[str] | None = Non
         code = 0
         try:
             node = factory()
+            announce_started()
             executor = make_executor(node)
             executor.add_node(node)
             spin_until(executor, node, stop)
