@@ -134,22 +134,38 @@ FULL_RUNS = {
 
 def environment() -> str:
     """What the last bits of a floating-point result depend on besides the code: the numerical libraries and the
-    CPU (NumPy and MuJoCo pick SIMD kernels at run time, and a different kernel may sum in a different order)."""
+    CPU (NumPy and MuJoCo pick SIMD kernels at run time, and a different kernel may sum in a different order).
+
+    The CPU is named down to its family and model number, with the SIMD features NumPy dispatches to: two "AMD EPYC"
+    machines with the same flags (Zen 4 and Zen 5, 2026-12-07) gave different last bits on every run here."""
     model = "unknown cpu"
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
-        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                      if line.startswith("model name")), model)
-        flags = next((line.split(":", 1)[1].split() for line in cpuinfo.read_text().splitlines()
-                      if line.startswith("flags")), [])
-        model += " " + ",".join(f for f in ("avx", "avx2", "fma", "avx512f") if f in flags)
-    return f"mujoco {mujoco.__version__}, numpy {np.__version__}, {platform.machine()}, {model}"
+        lines = cpuinfo.read_text().splitlines()
+
+        def field(key: str) -> str:
+            return next((line.split(":", 1)[1].strip() for line in lines if line.split(":", 1)[0].strip() == key), "?")
+
+        flags = field("flags").split()
+        model = (f"{field('model name')} (family {field('cpu family')} model {field('model')}) "
+                 + ",".join(f for f in ("avx", "avx2", "fma", "avx512f") if f in flags))
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+        enabled = ",".join(sorted(k for k, v in __cpu_features__.items() if v))
+        simd = hashlib.sha256(enabled.encode()).hexdigest()[:8]
+    except ImportError:  # a NumPy without the private table: the CPU line above has to do
+        simd = "?"
+    return f"mujoco {mujoco.__version__}, numpy {np.__version__} (SIMD {simd}), {platform.machine()}, {model}"
 
 
 #: the environment the expected fingerprints were computed in (elsewhere the test says so and skips: see module doc).
 #: numpy 2.3.5 since placo joined requirements.txt (its cmeel-boost requires numpy < 2.4 on Python 3.12): every hash
-#: below came out identical on numpy 2.5.5 and 2.3.5 (2026-12-04)
-EXPECTED_ENVIRONMENT = "mujoco 4.0.0, numpy 2.3.5, x86_64, AMD EPYC avx,avx2,fma,avx512f"
+#: below came out identical on numpy 2.5.5 and 2.3.5 (2026-12-04). Recomputed 2026-12-07 on a Zen 5 EPYC (family 26),
+#: whose key before the family was added equalled that of the machine that had computed them: every run differed in
+#: its last bits there (final base poses within 3e-13 m) at the commit that had set them (87a67cb) as at HEAD, so
+#: the libraries' kernels, not the code, had changed them; the key now names the family, model and NumPy's SIMD set
+EXPECTED_ENVIRONMENT = ("mujoco 4.0.0, numpy 2.3.5 (SIMD 0ed9b56c), x86_64, "
+                        "AMD EPYC (family 26 model 2) avx,avx2,fma,avx512f")
 
 # computed by the single-class controller (before the split into modules), NumPy/MuJoCo of this tree's .venv;
 # regenerated on purpose when dcm_step_error_share (0 -> 0.5) changed the gait, and again when the walking ZMP
@@ -157,48 +173,48 @@ EXPECTED_ENVIRONMENT = "mujoco 4.0.0, numpy 2.3.5, x86_64, AMD EPYC avx,avx2,fma
 # blended in over 0.2 m/s instead of 0.1)
 EXPECTED: dict[str, Print] = {
     "forward_0.3": Print(
-        "7d6cb4e9a44147fcc99a60900e847278cd071760844bfeab4e2041fdd6f9b0e1",
-        (0.5480667741649463, 0.0011912066019281345, 0.6219274033541496), -0.03601159850358185),
+        "2a23d7a6e17e63c9b895cd2a05108dde7ffc8e7dcaf2bf3bc568ab55ffc7ad39",
+        (0.5480667741649465, 0.0011912066019258115, 0.621927403354149), -0.03601159850358249),
     "backward_0.2": Print(
-        "7716cdfa8fb8a371fed3159987098a323a6e093a585bb6f2af956dbc0feea95b",
-        (-0.25967909128034544, -0.019745315314304956, 0.6128083563481637), 0.010396446650191557),
+        "295b659a343dccb5712e0fd62919f6effc59260529a2b86310be4e6af0fa48d7",
+        (-0.25967909128033273, -0.019745315314266532, 0.6128083563481665), 0.01039644665019932),
     "strafe_left_0.2": Print(
-        "40913064125b77bae4db10b3e4fa0b111382fdf2418147483d72243e1aef07e7",
-        (0.047127934134908234, 0.38902495099395523, 0.6208683631372148), 0.01938074818026414),
+        "ef50430ee01e84013fd4e3fb0e441c3a7a9a1a6e7365c2ac7246050534f12707",
+        (0.047127934134911634, 0.3890249509939727, 0.6208683631372135), 0.0193807481802614),
     "turn_0.3": Print(
-        "9a621d84481f8f300701be9397009c223a995d9dd038584ca27bf15485b95f7f",
-        (0.05191932742898339, 0.030950734016095306, 0.6211409669241756), 0.8107372140000878),
+        "f51e2613b5d96764766ec2c6dfa05492e5124d6414ccfb27f02e7d1b23327078",
+        (0.05191932742898228, 0.030950734016092826, 0.6211409669241751), 0.8107372140001029),
     "push_front_90N": Print(
-        "eca67cede33d8f5633dc851df403d7fba2a78f911f962ccde581b2de4b156250",
-        (0.2651200623841142, 0.013171631870625776, 0.614650933619821), 0.03383454421333375),
+        "106db187d493b940156ce2e65657c004e7ae073765c17f6a352d0dc136f83eaf",
+        (0.2651200623841198, 0.013171631870617711, 0.6146509336198199), 0.033834544213334386),
     "user_flow": Print(
-        "79fc7c2b2800ec2a61dcad82cd26d5a6ec845d62bced93723ad66c2e843e53e3",
-        (0.4228879003020423, -0.030227086165526856, 0.614401888651032), 0.003407873342268341),
+        "aabbd2ee6bff6e0616dd6067924fe57c28ab9ca0921e903875eaa232352deaaa",
+        (0.4228879003020425, -0.030227086165525593, 0.6144018886510308), 0.003407873342266292),
     "options": Print(
-        "14d77f958126a073bb4eed9172e537949867919a0f8e3d4078a12a8370d4cd73",
-        (0.051037196999696055, -0.028782332675262392, 0.6258924204037959), -0.012117563694348184),
+        "77283e305ce6711f2aaca326af67f6bb1b670bc5422e20f3934dda1877b19ce3",
+        (0.051037196999694175, -0.02878233267526428, 0.6258924204037956), -0.012117563694342805),
 }
 
 
 FULL_EXPECTED: dict[str, Print] = {
     "full_forward_0.3": Print(
-        "11ce23cc05cc02f299b5e3c4cce3b96c8b08786fd58ac0bc7531fee15cb5d23b",
-        (2.553822588075725, -0.03159637021139956, 0.6166945448515774), 0.007469421773860831),
+        "92f481a398b946ff529b06e2dac84d66c0290ff9b37575808993338f3b248abe",
+        (2.5538225880757275, -0.03159637021141805, 0.6166945448515776), 0.007469421773859826),
     "full_strafe_right_0.2": Print(
-        "3c6dddc2f7da34890dfdfc9df78f9256b21dd12ae86678a93eadf0ac617306ea",
-        (-0.0153872195645545, -1.6683632897984044, 0.6190507843371015), -0.006614299279115538),
+        "43d4e394d070ed64b6101deaed9ebf775d76d94defece24f2a272a8acc2624a7",
+        (-0.015387219564555724, -1.6683632897985223, 0.6190507843371014), -0.006614299279118915),
     "full_turn_0.3": Print(
-        "2be2d9b797c4789e7b75cdd3ccc15e4cd6570d784f52c9af3f7819df67e867fd",
-        (-0.02873036833422977, 0.016659302448182093, 0.6178822557901454), 2.9513539435790017),
+        "f611c8e35009e879086750ee79a44f731cff739853071873420cde8f58645ab7",
+        (-0.028730368334195556, 0.016659302448386124, 0.6178822557901444), 2.9513539435790164),
     "full_random_20x3s_24s": Print(
-        "a8a29e60351ad1d98c027cd88a65c30b94a674b96e4aae42b91238d5c69eb60b",
-        (-0.4240698740802968, 0.027637000441125655, 0.6183296475566912), 0.08754188050858325),
+        "66d9141a0b74f31df88352705ed696f2d9dac323073c9d043618bb7f8d3b42d6",
+        (-0.4240698740802591, 0.02763700044105555, 0.6183296475566915), 0.08754188050858554),
     "full_push_side_100N": Print(
-        "8c00396000a26f9dac73ee74b7f29e282a8400e597587e51367457c4ba19e8b5",
-        (0.042984926223598896, 0.02843974925421743, 0.6149742289609913), -0.00521161674404027),
+        "cbc60b54cbd30248b8ae3849ca8b970c1305bfe51f93064556e3af6ad1c7ceb2",
+        (0.04298492622360314, 0.0284397492542184, 0.6149742289609909), -0.005211616744027752),
     "full_user_flow": Print(
-        "f3ef43d30d55419c0dae6667295635dee48544c35ba2fdd2eb820124dea0ad15",
-        (0.7631874836153153, 0.017049874272505695, 0.6144023703992845), -0.01377084089463079),
+        "f0c4e1727b5429b5f0f60a8e001ccaf6e8ce1c1850537fa12797c866a1a9138f",
+        (0.7631874836153166, 0.017049874272509154, 0.6144023703992837), -0.013770840894629046),
 }
 
 

@@ -91,7 +91,9 @@ def test_graph_path_agrees_with_the_single_process_bench(monkeypatch):
         assert r.passed and ref.passed, (r.failures, ref.failures)
         assert run.velocity_timeouts == 0
         assert r.sim_seconds == pytest.approx(sc.duration)
-        assert run.truth_samples >= 10
+        # two around the start and two around the end, which the scores interpolate between; a count of wall-time
+        # polls would judge the machine's speed (lockstep on a Zen 5 ran balance_2s in 8 polls, 2026-12-07)
+        assert run.truth_samples >= 4
         assert run.extras["shm_segments_removed"] >= 4  # participant segments of the nodes, all gone (else it raised)
         if sc is fwd:
             for f, tol in TOL_FORWARD.items():
