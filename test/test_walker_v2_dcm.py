@@ -229,3 +229,34 @@ def test_ground_following_pitches_the_sole_targets_and_raises_footholds_along_th
     for bad in ({"ground_pitch_follow": 1.5}, {"max_ground_pitch": -0.1}, {"ground_pitch_deadband": float("nan")}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             WalkerConfig(**bad)
+
+
+def test_land_depth_ends_the_swing_target_below_the_floor_and_is_refused_out_of_range():
+    """``land_depth`` ramps the swing sole's height target down over the second half of the swing, to that depth below
+    the floor at the timed touchdown (the sole lags its target by 1-2 ticks); 0 (the default) leaves the raised cosine
+    alone. A depth below zero or deeper than the swing is high is refused by name."""
+    pytest.importorskip("placo")
+    from dataclasses import replace
+
+    from vasimov_edge.policy.walker import WalkerV2
+    from vasimov_edge.policy.walker.config import WalkerConfig
+    from vasimov_edge.policy.walker.controller import FootPlan
+
+    def swing_z(cfg: WalkerConfig, t_step: float) -> float:
+        walker = WalkerV2(cfg)
+        walker.feet = {"left": FootPlan(np.array([0.0, 0.1, 0.0]), 0.0),
+                       "right": FootPlan(np.array([0.0, -0.1, 0.0]), 0.0)}
+        walker.gait_vel = np.array([0.2, 0.0])
+        walker.step_period, walker.swing_t0, walker.t_step = 0.4, 0.0, t_step
+        walker._move_swing("left", np.array([0.1, 0.1]), 0.0, 0.4 - t_step)
+        return float(walker.feet["left"].pos[2])
+
+    cfg = WalkerConfig()
+    deep = replace(cfg, land_depth=0.006)
+    assert swing_z(cfg, 0.4) == pytest.approx(0.0, abs=1e-12)
+    assert swing_z(deep, 0.4) == pytest.approx(-0.006)  # at the timed touchdown
+    assert swing_z(deep, 0.3) == pytest.approx(swing_z(cfg, 0.3) - 0.003)  # half-way down the ramp
+    assert swing_z(deep, 0.1) == pytest.approx(swing_z(cfg, 0.1))  # the first half is untouched
+    for bad in (-0.001, cfg.swing_height + 0.001, float("nan")):
+        with pytest.raises(ValueError, match="land_depth"):
+            replace(cfg, land_depth=bad)

@@ -40,6 +40,13 @@ class WalkerConfig:
     max_turn: float = 0.35  # rad per step
     heading_gain: float = 0.5  # share of the IMU heading error corrected by each step (locomotion_notes: 0.5)
     swing_height: float = 0.04
+    # m below the floor the swing sole's height target reaches at touchdown (ramped in over the second half of the
+    # swing). On flat ground the sole touches 1-2 ticks after the timed touchdown (the simulator's contact forces at
+    # 94 touchdowns walking forward, backward, sideways and turning, 2026-12-07): a target a few mm down lands it on
+    # time.
+    # Opt-in: 0.004-0.008 walk the `sequences` suite 35-85 % longer but fall 1-3 more times in `envelope`
+    # (docs/walker.md, "Landing below the floor")
+    land_depth: float = 0.0
     lift_phase: float = 0.1  # fraction of the swing spent lifting before the foot travels
     land_phase: float = 0.1  # fraction spent setting down after it arrives
     min_swing_remaining: float = 0.12  # s: the earliest touchdown timing adaptation may ask for
@@ -115,5 +122,7 @@ class WalkerConfig:
             raise ValueError(f"ground_pitch_follow must be in [0, 1], got {self.ground_pitch_follow}")
         if not 0.0 <= self.max_ground_pitch < 0.5 * math.pi:
             raise ValueError(f"max_ground_pitch must be in [0, pi/2) rad, got {self.max_ground_pitch}")
+        if not 0.0 <= self.land_depth <= self.swing_height:
+            raise ValueError(f"land_depth must be in [0, swing_height = {self.swing_height}] m, got {self.land_depth}")
         if not self.ground_pitch_deadband >= 0.0:
             raise ValueError(f"ground_pitch_deadband must be >= 0 rad, got {self.ground_pitch_deadband}")

@@ -325,6 +325,8 @@ class WalkerV2:
             f.pitch = self._roll_for(target, yaw) * min(1.0, (phase - 0.5) / max(0.5 - cfg.land_phase, 1e-9))
         # raised cosine: zero vertical speed at lift-off and touchdown (a sine landed at 0.4 m/s and the sole bounced)
         f.pos[2] = cfg.swing_height * 0.5 * (1.0 - math.cos(2.0 * math.pi * phase))
+        if phase > 0.5:  # ``land_depth``: the target ends that far below the floor, so the lagging sole lands on time
+            f.pos[2] -= cfg.land_depth * (phase - 0.5) / 0.5
         if cfg.ground_height_follow and self.swing_start is not None:  # above the line from lift-off to the foothold
             z0, z1 = float(self.swing_start.pos[2]), self._ground_z(target, self.stance)
             f.pos[2] += z0 + (z1 - z0) * min(1.0, phase / max(1.0 - cfg.land_phase, 1e-9))
