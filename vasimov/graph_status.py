@@ -42,7 +42,7 @@ def announce_started() -> None:
 
 def is_crash(code: int) -> bool:
     """Popen's return code says the process died of a crash signal (``-11`` is SIGSEGV)."""
-    return code < 0 and -code in {int(s) for s in CRASH_SIGNALS}
+    return code < 0 and -code in CRASH_SIGNALS  # Signals is an IntEnum: 11 == SIGSEGV
 
 
 def describe_exit(code: int) -> str:
