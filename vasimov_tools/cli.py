@@ -13,6 +13,8 @@
     vasimov bench compare A B [--out DIR] [--tol-NAME X ...]
     vasimov bench compare --policy A --policy B SUITE|FILE... [--out DIR] [--workers N] [--ray ADDRESS]
     vasimov bench push-limit [--policy SPEC] [--direction front|back|left|right|all ...] [--walking VX] [--out FILE]
+    vasimov bench card [--policy SPEC] [--out DIR] [--workers N] [--suites SUITE|FILE ...] [--no-push-limit]
+                       [--from DIR]
     vasimov replay BAG [--out DIR]
 """
 
@@ -369,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("rest", nargs=argparse.REMAINDER)
     plim = bsub.add_parser("push-limit", help="largest survived 0.15 s pelvis push per direction (bisection)")
     plim.add_argument("rest", nargs=argparse.REMAINDER)
+    card = bsub.add_parser("card", help="what a policy can do, on one page: suites, speeds, push limits, long runs "
+                                        "(card.md)")
+    card.add_argument("rest", nargs=argparse.REMAINDER)
     snap = sub.add_parser("snapshot", help="a still of the robot in a scene from the twin's renderer (PNG)")
     from vasimov_tools import snapshot
 
@@ -399,6 +404,10 @@ def main(argv: list[str] | None = None) -> int:
         from vasimov_tools import push_limit
 
         return push_limit.main(args[2:])
+    if args[:2] == ["bench", "card"]:
+        from vasimov_tools import bench_card
+
+        return bench_card.main(args[2:])
     if args[:1] == ["replay"]:
         from vasimov_tools import replay
 
