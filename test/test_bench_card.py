@@ -76,12 +76,13 @@ def test_walked_velocity_comes_from_positions_not_from_the_sampled_velocities():
     assert bc.walked_velocity(tr, 2.0, 2.5) is None  # fewer than 10 samples: no figure
 
 
-def test_holds_skip_pushes_and_short_holds_and_end_at_a_fall():
+def test_holds_skip_pushes_short_holds_and_long_runs_and_end_at_a_fall():
     hold = trace([(0.0, 8.0, (0.2, 0.0, 0.0))], until=5.0)  # the trace stops at the fall, at 5 s
     short = trace([(0.0, 2.0, (0.2, 0.0, 0.0)), (2.0, 10.0, (0.0, 0.0, 0.0))])
     rows = bc.hold_rows([doc("fell", duration=8.0, fell_at=5.0, tr=hold), doc("short", tr=short),
                          doc("pushed", tr=hold, pushes=[{"t": 2.0, "force": [80, 0, 0], "body": "pelvis_link"}]),
-                         doc("error", status="error", tr=hold)])
+                         doc("error", status="error", tr=hold),
+                         doc("sequence", suite="sequences", duration=120.0, fell_at=5.0, tr=hold)])
     (row,) = rows
     assert row["scenario"] == "fell" and row["fell_at"] == 5.0
     assert row["window"] == (pytest.approx(2.0), 5.0)  # up to the fall; the hold itself ran to the end

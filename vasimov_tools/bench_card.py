@@ -7,10 +7,10 @@ the SDK's limits, how soon does it answer a command, how hard a push does it sta
 answers that from the same results, computed, never typed in:
 
 * **Suites**: per shipped suite, scenarios run, passed, fell, and seconds survived of the seconds asked.
-* **Holding one command**: every scenario without pushes whose command is one non-zero hold of at least
-  ``MIN_HOLD`` s: the command asked and the body's mean velocity over the hold after its first ``SETTLE`` s (from
-  the trace's ground-truth positions and heading, in the heading frame: :func:`walked_velocity`), the
-  half-response and stop times the bench scored, and when it fell.
+* **Holding one command**: every scenario shorter than ``LONG_RUN`` without pushes whose command is one non-zero
+  hold of at least ``MIN_HOLD`` s: the command asked and the body's mean velocity over the hold after its first
+  ``SETTLE`` s (from the trace's ground-truth positions and heading, in the heading frame: :func:`walked_velocity`),
+  the half-response and stop times the bench scored, and when it fell.
 * **Pushes**: the largest survived 0.15 s pelvis push per direction, standing and walking (``vasimov bench
   push-limit``, bisection to 10 N, every push phase of a gait cycle survived), and every scenario file's pushes with
   how many of them the robot stood through (the viewer's push files: the "reasonable" and the "beyond" tier).
@@ -124,10 +124,11 @@ def walked_velocity(trace: Sequence[dict[str, Any]], start: float, end: float) -
 
 
 def hold_rows(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per scenario without pushes that holds one command for ``MIN_HOLD`` s or more (see the module doc)."""
+    """One row per scenario without pushes, shorter than ``LONG_RUN``, that holds one command for ``MIN_HOLD`` s or
+    more (see the module doc; a long run that fell during its first command is not a hold of that command)."""
     rows = []
     for d in docs:
-        if not _ran(d) or d.get("pushes"):
+        if not _ran(d) or d.get("pushes") or float(d["duration"]) >= LONG_RUN:  # long runs: their own section
             continue
         hold = single_hold(d.get("trace") or [])
         if hold is None:
