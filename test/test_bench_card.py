@@ -156,3 +156,32 @@ def test_the_command_walks_the_robot_through_the_bench_and_renders_it_again_from
     assert f"| walk_then_stop | +0.20 / +0.00 / +0.00 | {bc._vec(row['walked'])} |" in card
     assert bc.main(["--from", str(out)]) == 0
     assert capsys.readouterr().out.strip() == card.strip()
+
+
+def _folder(path, policy, fell_at, push_survived):
+    path.mkdir()
+    tr = trace([(0.0, 8.0, (0.2, 0.0, 0.0)), (8.0, 10.0, (0.0, 0.0, 0.0))])
+    for d in (doc("forward_0.2", tr=tr, fell_at=fell_at),
+              doc("sequence_axis_01", suite="sequences", duration=120.0, fell_at=fell_at and 60.0)):
+        d["policy"] = policy
+        (path / f"{d['scenario']}.json").write_text(json.dumps(d))
+    (path / "push_limit_standing.json").write_text(json.dumps(
+        [{"direction": "front", "walking": 0.0, "phases": 4, "lo": 0.0, "hi": 600.0, "survived": push_survived,
+          "fell": push_survived + 6.0}]))
+    return path
+
+
+def test_two_folders_render_side_by_side_a_column_each(tmp_path, capsys):
+    a = _folder(tmp_path / "a", "builtin", None, 84.0)
+    b = _folder(tmp_path / "b", "builtin-v2", 5.0, 56.0)
+    assert bc.main(["--from", str(a), "--from", str(b)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# `builtin` vs `builtin-v2`")
+    assert "| standard | 1 / 0 of 1 | 0 / 1 of 1 | 10 of 10 | 5 of 10 |" in out
+    assert "| all | 2 / 0 of 2 | 0 / 2 of 2 | 130 of 130 | 65 of 130 |" in out
+    walked = "+0.20 / +0.00 / +0.00"
+    assert f"| forward_0.2 | {walked} | {walked} | - | - | {walked} | - | 5.00 |" in out
+    assert "| standing, 4 phases | `builtin` | 84 | - | - | - |" in out
+    assert "| standing, 4 phases | `builtin-v2` | 56 | - | - | - |" in out
+    assert "| sequences (120 s) | 0 of 1 | 1 of 1, median 60.0 |" in out
+    assert bc.main(["--from", str(a), "--from", str(tmp_path / "missing")]) == 2

@@ -18,7 +18,8 @@ answers that from the same results, computed, never typed in:
 
 It runs ``bench run`` (into ``DIR/results``) and ``bench push-limit`` (``DIR/push_limit_*.json``) with the policy,
 then writes ``DIR/card.md`` and prints it; ``--from DIR`` renders the card again from a folder of an earlier card or
-of ``bench run`` results (with any ``push_limit*.json`` reports in it), running nothing.
+of ``bench run`` results (with any ``push_limit*.json`` reports in it), running nothing; ``--from A --from B`` puts
+cards side by side, a column each (the holds and long runs every card has).
 """
 
 from __future__ import annotations
@@ -284,6 +285,79 @@ def render(docs: Sequence[dict[str, Any]], push_limits: Sequence[dict[str, Any]]
     return "\n".join(lines)
 
 
+def _label(docs: Sequence[dict[str, Any]], folder: Path) -> str:
+    policies = sorted({str(d.get("policy")) for d in docs if _ran(d)})
+    return ", ".join(policies) if policies else folder.name
+
+
+def render_side_by_side(cards: Sequence[tuple[str, Sequence[dict[str, Any]], Sequence[dict[str, Any]]]]) -> str:
+    """Several cards (label, results, push-limit reports) as one page, a column per card: the suites, the holds
+    every card has, the push limits and the long runs."""
+    labels = [f"`{label}`" for label, _, _ in cards]
+    lines = [f"# {' vs '.join(labels)}", "",
+             "Measured by `vasimov bench card` (lockstep through the firmware core); each column is one card's "
+             "results.", "", "## Suites", "", "Passed / fell of those run; seconds survived of the seconds asked.", "",
+             "| suite | " + " | ".join(labels) + " | " + " | ".join(f"survived: {lb}" for lb in labels) + " |",
+             "|---|" + "---|" * (2 * len(cards))]
+    rows = [{r["suite"]: r for r in suite_rows(docs)} for _, docs, _ in cards]
+    suites = [s for s in SUITES if any(s in r for r in rows)]
+    suites += sorted({s for r in rows for s in r} - set(suites))
+    for suite in [*suites, "all"]:
+        cells, survived = [], []
+        for r in rows:
+            picked = list(r.values()) if suite == "all" else [r[suite]] if suite in r else []
+            if not picked:
+                cells.append("-")
+                survived.append("-")
+                continue
+            tot = {k: sum(x[k] for x in picked) for k in ("ran", "passed", "fell", "survived_s", "asked_s")}
+            cells.append(f"{tot['passed']} / {tot['fell']} of {tot['ran']}")
+            survived.append(f"{tot['survived_s']:.0f} of {tot['asked_s']:.0f}")
+        lines.append(f"| {suite} | " + " | ".join(cells) + " | " + " | ".join(survived) + " |")
+    holds = [{r["scenario"]: r for r in hold_rows(docs)} for _, docs, _ in cards]
+    common = [n for n in holds[0] if all(n in h for h in holds[1:])]
+    if common:
+        lines += ["", "## Holding one command", "",
+                  f"vx / vy (m/s) / wz (rad/s); walked: the mean over the hold after its first {SETTLE:g} s (up to a "
+                  "fall); half: seconds to half of the change; fell: the fall time (s).", "",
+                  "| scenario | asked | " + " | ".join(f"{lb} walked | half | fell" for lb in labels) + " |",
+                  "|---|---|" + "---|---|---|" * len(cards)]
+        for n in common:
+            cells = [f"{_vec(h[n]['walked'])} | {_f(h[n]['half_time'])} | {_f(h[n]['fell_at'])}" for h in holds]
+            lines.append(f"| {n} | {_vec(holds[0][n]['asked'])} | " + " | ".join(cells) + " |")
+    if any(limits for _, _, limits in cards):
+        lines += ["", "## Push limits", "", "Largest 0.15 s pelvis push survived (N).", "",
+                  "| while | policy | " + " | ".join(DIRECTION_ORDER) + " |",
+                  "|---|---|" + "---|" * len(DIRECTION_ORDER)]
+        keyed = []
+        for _, _, limits in cards:
+            k: dict[tuple[float, int], dict[str, dict[str, Any]]] = {}
+            for r in limits:
+                k.setdefault((float(r["walking"]), int(r.get("phases", 1))), {})[r["direction"]] = r
+            keyed.append(k)
+        for walking, phases in sorted({key for k in keyed for key in k}):
+            label = "standing" if walking == 0.0 else f"walking {walking:g} m/s"
+            label += f", {phases} phases" if phases > 1 else ""
+            for lb, k in zip(labels, keyed, strict=True):
+                by_dir = k.get((walking, phases), {})
+                lines.append(f"| {label} | {lb} | " + " | ".join(_limit_cell(by_dir.get(d)) for d in DIRECTION_ORDER)
+                             + " |")
+    longs = [{r["suite"]: r for r in long_rows(docs)} for _, docs, _ in cards]
+    suites = [s for s in longs[0] if all(s in x for x in longs[1:])]
+    if suites:
+        lines += ["", "## Long runs", "", "Fell of those run; the median fall time (s).", "",
+                  "| suite | " + " | ".join(labels) + " |", "|---|" + "---|" * len(cards)]
+        for suite in suites:
+            cells = []
+            for x in longs:
+                r = x[suite]
+                med = f", median {statistics.median(r['fall_times']):.1f}" if r["fall_times"] else ""
+                cells.append(f"{r['fell']} of {r['ran']}{med}")
+            lines.append(f"| {suite} ({longs[0][suite]['duration']:g} s) | " + " | ".join(cells) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
 # -- running ----------------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="vasimov bench card",
@@ -295,8 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--suites", nargs="+", default=list(SUITES), metavar="SUITE|FILE",
                     help="what to run (default: %(default)s)")
     ap.add_argument("--no-push-limit", action="store_true", help="skip the push-limit searches")
-    ap.add_argument("--from", dest="from_dir", default=None, metavar="DIR",
-                    help="render the card from an earlier card's folder or a `bench run` folder; runs nothing")
+    ap.add_argument("--from", dest="from_dirs", action="append", default=None, metavar="DIR",
+                    help="render the card from an earlier card's folder or a `bench run` folder, running nothing; "
+                         "given twice or more, the cards side by side")
     return ap
 
 
@@ -305,14 +380,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from vasimov_tools.bench_compare import CompareError
 
-    if args.from_dir is not None:
-        folder = Path(args.from_dir)
-        try:
-            docs = load_docs(folder)
-        except CompareError as exc:
-            print(f"vasimov bench card: {exc}", file=sys.stderr)
-            return 2
-        print(render(docs, load_push_limits(folder)))
+    if args.from_dirs:
+        cards = []
+        for folder in map(Path, args.from_dirs):
+            try:
+                docs = load_docs(folder)
+            except CompareError as exc:
+                print(f"vasimov bench card: {exc}", file=sys.stderr)
+                return 2
+            cards.append((_label(docs, folder), docs, load_push_limits(folder)))
+        if len(cards) == 1:
+            print(render(cards[0][1], cards[0][2]))
+        else:
+            print(render_side_by_side(cards))
         return 0
     if args.workers < 1:
         ap.error("--workers must be >= 1")
