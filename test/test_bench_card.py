@@ -125,8 +125,11 @@ def test_the_card_renders_every_section_from_the_numbers():
                 pushes=[{"t": 2.0, "force": [150, 0, 0], "body": "pelvis_link"}], tr=trace([(0.0, 7.0, (0, 0, 0))]))]
     limits = [{"direction": d, "walking": 0.0, "phases": 4, "lo": 0.0, "hi": 600.0, "survived": s, "fell": f}
               for d, s, f in [("front", 88.0, 94.0), ("back", 600.0, None), ("left", None, 0.0)]]
+    docs[0]["timing"] = {"cpu_p50_ms": 0.5, "cpu_p99_ms": 1.1}
+    docs[1]["timing"] = {"cpu_p50_ms": 0.7, "cpu_p99_ms": 2.9}
     card = bc.render(docs, limits)
     assert card.startswith("# What `builtin` can do")
+    assert "median of the scenarios' p50 0.60 ms, largest p99 2.90 ms" in card
     assert "| envelope | 1 | 1 | 0 | 10.0 / 10.0 |" in card and "| goals | 1 | 0 | 1 | 2.8 / 7.0 |" in card
     assert "| envelope_sdk_vx_+0.4 | +0.40 / +0.00 / +0.00 | +0.28 / +0.00 / +0.00 | 1.58 | 0.56 | 80 % | - |" in card
     assert "| standing, 4 phases | 88 | >= 600 | < 0 | - |" in card

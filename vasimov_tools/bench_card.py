@@ -180,6 +180,15 @@ def long_rows(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def compute_figures(docs: Sequence[dict[str, Any]]) -> tuple[float, float] | None:
+    """The controller's thread CPU per 50 Hz tick over the runs: the median of the scenarios' p50 and the largest of
+    their p99 (ms); None without timings. Unlike everything else on the card this depends on the machine."""
+    timing = [d["timing"] for d in docs if _ran(d) and d.get("timing", {}).get("cpu_p99_ms") is not None]
+    if not timing:
+        return None
+    return statistics.median(float(t["cpu_p50_ms"]) for t in timing), max(float(t["cpu_p99_ms"]) for t in timing)
+
+
 def load_push_limits(folder: Path) -> list[dict[str, Any]]:
     """Every push-limit report (a JSON list written by ``bench push-limit --out``) in ``folder``."""
     reports: list[dict[str, Any]] = []
@@ -237,6 +246,10 @@ def render(docs: Sequence[dict[str, Any]], push_limits: Sequence[dict[str, Any]]
         tot = {k: sum(r[k] for r in rows) for k in ("ran", "passed", "fell", "survived_s", "asked_s")}
         lines += [f"| all | {tot['ran']} | {tot['passed']} | {tot['fell']} | {tot['survived_s']:.1f} / "
                   f"{tot['asked_s']:.1f} |", ""]
+    cpu = compute_figures(docs)
+    if cpu is not None:
+        lines += [f"Controller compute (thread CPU per 50 Hz tick, on the machine that ran it): "
+                  f"median of the scenarios' p50 {cpu[0]:.2f} ms, largest p99 {cpu[1]:.2f} ms.", ""]
     holds = hold_rows(docs)
     if holds:
         lines += ["## Holding one command", "",
@@ -314,6 +327,11 @@ def render_side_by_side(cards: Sequence[tuple[str, Sequence[dict[str, Any]], Seq
             cells.append(f"{tot['passed']} / {tot['fell']} of {tot['ran']}")
             survived.append(f"{tot['survived_s']:.0f} of {tot['asked_s']:.0f}")
         lines.append(f"| {suite} | " + " | ".join(cells) + " | " + " | ".join(survived) + " |")
+    cpus = [compute_figures(docs) for _, docs, _ in cards]
+    if any(c is not None for c in cpus):
+        lines.append("| controller CPU per tick, ms: median p50 / largest p99 (this machine) | "
+                     + " | ".join("-" if c is None else f"{c[0]:.2f} / {c[1]:.2f}" for c in cpus) + " |"
+                     + " |" * len(cards))
     holds = [{r["scenario"]: r for r in hold_rows(docs)} for _, docs, _ in cards]
     common = [n for n in holds[0] if all(n in h for h in holds[1:])]
     if common:
