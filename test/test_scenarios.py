@@ -104,6 +104,26 @@ def test_sequence_files_are_the_generated_ones_and_stay_in_the_sdk_envelope():
     assert 0.1 < idle / (36 * 20) < 0.3  # about a fifth of the holds are stops
 
 
+@pytest.mark.parametrize("generator", [sequence_suite, viewer_suite])
+def test_a_generator_rewrites_only_its_own_files_and_help_writes_nothing(generator, tmp_path, monkeypatch, capsys):
+    """Pointed at a folder of the user's, a generator removes only stale files it wrote itself (its header line),
+    never the user's own scenarios; ``--help`` prints usage instead of writing into a folder named ``--help``."""
+    mine = tmp_path / "my_scenario.yaml"
+    mine.write_text("format: 1\nname: mine\nduration: 1.0\ncommands: []\n", encoding="utf-8")
+    header = generator.documents()[0][1].split("\n", 1)[0]
+    stale = tmp_path / "zz_stale.yaml"
+    stale.write_text(header + "\nformat: 1\n", encoding="utf-8")
+    assert generator.main([str(tmp_path)]) == 0
+    assert mine.exists() and not stale.exists()
+    written = sorted(p.name for p in tmp_path.glob("*.yaml"))
+    assert written == sorted([mine.name, *(n for n, _ in generator.documents())])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        generator.main(["--help"])
+    assert exc.value.code == 0 and "usage:" in capsys.readouterr().out
+    assert not (tmp_path / "--help").exists()
+
+
 def test_viewer_suite_keeps_the_sheets_profiles_forces_and_failure_criterion():
     vs = wb.viewer_scenarios()
     s = vs["viewer_locomotion_circle"]

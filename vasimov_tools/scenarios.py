@@ -387,12 +387,22 @@ def load_file(path: str | Path) -> tuple[Any, str | None]:
 
 
 def write_suite(folder: Path, docs: list[tuple[str, str]]) -> list[Path]:
-    """Write a generated suite's ``(file name, text)`` documents into ``folder``; stale ``*.yaml`` files there are
-    removed, so the folder holds exactly what its generator makes (``viewer_suite``, ``sequence_suite``)."""
+    """Write a generated suite's ``(file name, text)`` documents into ``folder``; stale files of the same generator
+    there (``*.yaml`` whose first line is the documents' own header line) are removed, so the folder holds what the
+    generator makes now (``viewer_suite``, ``sequence_suite``). Any other file is left alone: the folder may be one
+    of the user's, holding scenarios of their own."""
     folder.mkdir(parents=True, exist_ok=True)
     names = {n for n, _ in docs}
+    headers = {text.split("\n", 1)[0] for _, text in docs if text.startswith("# generated ")}
     for old in folder.glob("*.yaml"):
-        if old.name not in names:
+        if old.name in names:
+            continue
+        try:
+            with old.open(encoding="utf-8") as f:
+                first = f.readline().rstrip("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if first in headers:
             old.unlink()
     paths = []
     for name, text in docs:

@@ -13,6 +13,7 @@ vasimov_tools.sequence_suite`` rewrites them) and checked against it by the test
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,7 +55,13 @@ def write(folder: Path = SEQUENCES_DIR) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    paths = write(Path(argv[0]) if argv else SEQUENCES_DIR)
+    ap = argparse.ArgumentParser(prog="python -m vasimov_tools.sequence_suite",
+                                 description=(__doc__ or "").splitlines()[0] + " Writes the suite's files.")
+    ap.add_argument("folder", nargs="?", default=str(SEQUENCES_DIR),
+                    help="where to write them (default: the shipped suite, %(default)s); files of this generator "
+                         "no longer made are removed there, other files are left alone")
+    args = ap.parse_args(argv)
+    paths = write(Path(args.folder))
     print(f"wrote {len(paths)} scenario files to {paths[0].parent}")
     return 0
 

@@ -13,6 +13,7 @@ the terrain files run in the scenes that model the viewer's courses (``vasimov.s
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -116,7 +117,13 @@ def write(folder: Path = VIEWER_DIR) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    paths = write(Path(argv[0]) if argv else VIEWER_DIR)
+    ap = argparse.ArgumentParser(prog="python -m vasimov_tools.viewer_suite",
+                                 description=(__doc__ or "").splitlines()[0] + " Writes the suite's files.")
+    ap.add_argument("folder", nargs="?", default=str(VIEWER_DIR),
+                    help="where to write them (default: the shipped suite, %(default)s); files of this generator "
+                         "no longer made are removed there, other files are left alone")
+    args = ap.parse_args(argv)
+    paths = write(Path(args.folder))
     print(f"wrote {len(paths)} scenario files to {paths[0].parent}")
     return 0
 
