@@ -52,6 +52,9 @@ TOL = bc.Tolerances()
     (_doc(status="failed", fell_at=0.9, pushes=1), _doc(status="failed", fell_at=0.9, pushes=2), bc.BETTER),
     (_doc(pushes=2), _doc(pushes=1), bc.WORSE),  # one viewer push tier fewer
     (_doc(), _doc(pushes=1), bc.SAME),  # older results without the key: not judged
+    # only one run fell: the fall decides, whatever the other metrics (scored over different stretches) say
+    (_doc(status="failed", fell_at=0.5, half=0.5), _doc(half=0.9, tracking=0.08), bc.BETTER),
+    (_doc(half=0.9, tracking=0.08), _doc(status="failed", fell_at=0.5, half=0.5, tracking=0.02), bc.WORSE),
 ])
 def test_verdict_rules(a, b, verdict):
     c = bc.judge("s", a, b, TOL)

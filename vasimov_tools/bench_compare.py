@@ -5,7 +5,9 @@ Scenarios are matched by name. For each, the differences that matter and a verdi
 
 * **status**: passed -> failed (or error) is *worse*, failed -> passed *better*;
 * **fall**: standing -> fallen is *worse* (and the reverse *better*); both fallen: falling later by more than the
-  ``fall_time`` tolerance is *better*, earlier *worse*;
+  ``fall_time`` tolerance is *better*, earlier *worse*. When only one of the two runs fell, the fall decides and the
+  metrics below are not compared: the run that fell was scored up to its fall, the other over the whole scenario
+  (later commands, later changes), so their tracking, response and tilt figures are of different stretches;
 * **tracking error** (planar and yaw, lower is better), **step half time** and **stop time** (how fast the body answers
   a change of command and stops after a zero, :mod:`vasimov_tools.tracking`; lower is better), **peak tilt** (from
   ``outcome.max_gravity_z``, lower is better: margin to the fall rule), **pushes survived** (the viewer's push
@@ -149,6 +151,10 @@ def judge(name: str, a: dict[str, Any] | None, b: dict[str, Any] | None, tol: To
         note(1, f"no longer falls (A fell at {fa:.2f} s)")
     elif fa is not None and fb is not None and abs(fb - fa) > tol.fall_time:
         note(1 if fb > fa else -1, f"falls at {fb:.2f} s instead of {fa:.2f} s")
+    if (fa is None) != (fb is None):  # the fall decides: the two runs' metrics cover different stretches
+        c.notes.append("other metrics not compared: only one run fell, and it was scored up to its fall")
+        c.verdict = WORSE if -1 in signs else BETTER if 1 in signs else SAME
+        return c
     checks = [("tracking error", oa.get("tracking_error"), ob.get("tracking_error"), tol.tracking_error, "m/s"),
               ("yaw tracking error", oa.get("yaw_tracking_error"), ob.get("yaw_tracking_error"),
                tol.yaw_tracking_error, "rad/s"),
