@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from vasimov import joints
-from vasimov_edge.policy.builtin import BuiltinController
+from vasimov_edge.policy.builtin import BuiltinController, ControllerConfig
 from vasimov_edge.policy.command_notice import REPEAT_S, CommandLimitNotice, walks_less
 from vasimov_edge.policy.interface import PolicyInput
 
@@ -66,7 +66,7 @@ def test_a_new_limited_command_is_said_again_but_a_changing_one_at_most_every_re
 @pytest.mark.parametrize(("command", "used"), [
     ((0.4, 0.0, 0.0), (0.3, 0.0, 0.0)),  # forward beyond its 0.3 m/s
     ((-0.4, 0.0, 0.0), (-0.2, 0.0, 0.0)),  # backward beyond 0.2
-    ((0.0, 0.4, 0.0), (0.0, 0.2, 0.0)),  # sideways beyond 0.2
+    ((0.0, 0.4, 0.0), (0.0, 0.18, 0.0)),  # sideways beyond 0.18
     ((0.0, 0.0, -0.8), (0.0, 0.0, -0.5)),  # turning beyond 0.5 rad/s
     ((0.01, 0.0, 0.0), (0.0, 0.0, 0.0)),  # below the dead band: it stands
     ((0.2, 0.0, 0.0), (0.2, 0.0, 0.0)),  # inside: as given
@@ -77,10 +77,11 @@ def test_the_builtin_walker_reports_the_command_it_walks(command, used):
 
 
 def test_a_combined_command_is_reported_scaled_down_as_a_whole():
-    out = BuiltinController().step(_input((0.3, 0.2, 0.5)))
-    used = np.asarray(out.command_used)
-    assert np.all(used < np.array([0.3, 0.2, 0.5]) - 1e-3) and np.all(used > 0.0)
-    np.testing.assert_allclose(used / np.array([0.3, 0.2, 0.5]), used[0] / 0.3, rtol=1e-9)  # one scale for all parts
+    fwd, _back, side, turn = ControllerConfig().command_limit
+    limits = np.array([fwd, side, turn])  # each part at its own limit
+    used = np.asarray(BuiltinController().step(_input(tuple(limits))).command_used)
+    assert np.all(used < limits - 1e-3) and np.all(used > 0.0)
+    np.testing.assert_allclose(used / limits, used[0] / fwd, rtol=1e-9)  # one scale for all parts
 
 
 def test_walker_v2_reports_the_sdk_envelope_as_walked():

@@ -122,7 +122,11 @@ class ControllerConfig:
     # limit below they let strafe/turn mixes (and changes through them) scuff the swing foot and spin the stance
     # sole (random sequences: 0.3/0.8 fell in 3-4 of 12 seeds, 0.2/0.5 in 1-3 of 12 before the slew change).
     # 0.2 m/s sideways and 0.5 rad/s still cover the strafe 0.2 and turn 0.3 (and goal turn 0.5) scenarios.
-    command_limit: tuple[float, float, float, float] = (0.3, 0.2, 0.2, 0.5)
+    # Sideways 0.18 since 2026-12-07 (docs/bench-envelope.md, "A lower sideways limit"): the five suites, 131
+    # scenarios, 57 -> 51 falls, every one of the six `sequences` falls gone and nothing else changed; 80 held-out
+    # sequences (other seeds) 6 -> 5 falls (0.16: 4); 0.16 fell more over the suites (53; 2 in `sequences`) and
+    # walks the strafe 0.2 scenarios short.
+    command_limit: tuple[float, float, float, float] = (0.3, 0.2, 0.18, 0.5)
     # sum of the command's parts as fractions of their limits allowed when several are equally large (a single part
     # may use its whole range; see command_combined_exponent); a combined command beyond it is scaled down as a
     # whole. Measured: 0.15 m/s forward + 0.1 sideways + 0.2 rad/s (sum 1.08) falls at 6.7 s, scaled to 0.7 it walks
