@@ -1,5 +1,5 @@
-"""``vasimov bench card [--policy SPEC] [--out DIR] [--workers N] [--suites S ...] [--no-push-limit] [--from DIR]``:
-what a walking policy can do, on one page, measured through the bench's own path.
+"""``vasimov bench card [--policy SPEC] [--out DIR] [--workers N] [--suites S ...] [--no-push-limit] [--from DIR
+...]``: what a walking policy can do, on one page, measured through the bench's own path.
 
 Why: ``bench run`` answers "which scenarios pass" and ``bench compare`` "is B better than A"; a user who brings a
 policy, or reads about the built-in walker, asks something else first: how fast does it really walk when asked for
@@ -15,6 +15,7 @@ answers that from the same results, computed, never typed in:
   push-limit``, bisection to 10 N, every push phase of a gait cycle survived), and every scenario file's pushes with
   how many of them the robot stood through (the viewer's push files: the "reasonable" and the "beyond" tier).
 * **Long runs**: scenarios of 60 s or more (command sequences, the 100 m lap): how many fell and when.
+* **Compute**: the controller's thread CPU per 50 Hz tick (the one figure that depends on the machine).
 
 It runs ``bench run`` (into ``DIR/results``) and ``bench push-limit`` (``DIR/push_limit_*.json``) with the policy,
 then writes ``DIR/card.md`` and prints it; ``--from DIR`` renders the card again from a folder of an earlier card or
