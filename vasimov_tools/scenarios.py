@@ -20,9 +20,10 @@ generated from the fact sheet by :mod:`vasimov_tools.viewer_suite`).
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -410,6 +411,20 @@ def write_suite(folder: Path, docs: list[tuple[str, str]]) -> list[Path]:
         path.write_text(text, encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def generator_main(module: str, doc: str | None, folder: Path, write: Callable[[Path], list[Path]],
+                   argv: Sequence[str] | None) -> int:
+    """The command line of a suite generator (``python -m vasimov_tools.<module> [FOLDER]``): write the suite into
+    FOLDER (default: the shipped one) with ``write``; ``--help`` prints usage and writes nothing."""
+    ap = argparse.ArgumentParser(prog=f"python -m vasimov_tools.{module}",
+                                 description=(doc or "").splitlines()[0] + " Writes the suite's files.")
+    ap.add_argument("folder", nargs="?", default=str(folder),
+                    help="where to write them (default: the shipped suite, %(default)s); files of this generator "
+                         "no longer made are removed there, other files are left alone")
+    paths = write(Path(ap.parse_args(argv).folder))
+    print(f"wrote {len(paths)} scenario files to {paths[0].parent}")
+    return 0
 
 
 def suite_names() -> list[str]:

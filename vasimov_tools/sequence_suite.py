@@ -13,12 +13,11 @@ vasimov_tools.sequence_suite`` rewrites them) and checked against it by the test
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vasimov_tools.scenarios import SUITES_DIR, write_suite
+from vasimov_tools.scenarios import SUITES_DIR, generator_main, write_suite
 from vasimov_tools.walk_bench import Command, axis_commands, random_commands
 
 SEQUENCES_DIR = SUITES_DIR / "sequences"
@@ -55,15 +54,7 @@ def write(folder: Path = SEQUENCES_DIR) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m vasimov_tools.sequence_suite",
-                                 description=(__doc__ or "").splitlines()[0] + " Writes the suite's files.")
-    ap.add_argument("folder", nargs="?", default=str(SEQUENCES_DIR),
-                    help="where to write them (default: the shipped suite, %(default)s); files of this generator "
-                         "no longer made are removed there, other files are left alone")
-    args = ap.parse_args(argv)
-    paths = write(Path(args.folder))
-    print(f"wrote {len(paths)} scenario files to {paths[0].parent}")
-    return 0
+    return generator_main("sequence_suite", __doc__, SEQUENCES_DIR, write, argv)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ the terrain files run in the scenes that model the viewer's courses (``vasimov.s
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 
 from vasimov import joints
 from vasimov.scenes import VIEWER_COURSES
-from vasimov_tools.scenarios import SUITES_DIR, write_suite
+from vasimov_tools.scenarios import SUITES_DIR, generator_main, write_suite
 
 VIEWER_DIR = SUITES_DIR / "viewer"
 GROUPS = ("locomotion", "distance", "friction", "push_standing", "push_walking", "push_sustained", "terrain")
@@ -117,15 +116,7 @@ def write(folder: Path = VIEWER_DIR) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m vasimov_tools.viewer_suite",
-                                 description=(__doc__ or "").splitlines()[0] + " Writes the suite's files.")
-    ap.add_argument("folder", nargs="?", default=str(VIEWER_DIR),
-                    help="where to write them (default: the shipped suite, %(default)s); files of this generator "
-                         "no longer made are removed there, other files are left alone")
-    args = ap.parse_args(argv)
-    paths = write(Path(args.folder))
-    print(f"wrote {len(paths)} scenario files to {paths[0].parent}")
-    return 0
+    return generator_main("viewer_suite", __doc__, VIEWER_DIR, write, argv)
 
 
 if __name__ == "__main__":
