@@ -190,6 +190,23 @@ def compute_figures(docs: Sequence[dict[str, Any]]) -> tuple[float, float] | Non
     return statistics.median(float(t["cpu_p50_ms"]) for t in timing), max(float(t["cpu_p99_ms"]) for t in timing)
 
 
+def limits_by_case(limits: Sequence[dict[str, Any]]) -> dict[tuple[float, int], dict[str, dict[str, Any]]]:
+    """Push-limit reports grouped by (walking speed, phases), then by direction."""
+    out: dict[tuple[float, int], dict[str, dict[str, Any]]] = {}
+    for r in limits:
+        out.setdefault((float(r["walking"]), int(r.get("phases", 1))), {})[r["direction"]] = r
+    return out
+
+
+def _case_label(walking: float, phases: int) -> str:
+    label = "standing" if walking == 0.0 else f"walking {walking:g} m/s"
+    return label + (f", {phases} phases" if phases > 1 else "")
+
+
+def _limit_cells(by_dir: dict[str, dict[str, Any]]) -> str:
+    return " | ".join(_limit_cell(by_dir.get(d)) for d in DIRECTION_ORDER)
+
+
 def load_push_limits(folder: Path) -> list[dict[str, Any]]:
     """Every push-limit report (a JSON list written by ``bench push-limit --out``) in ``folder``."""
     reports: list[dict[str, Any]] = []
@@ -270,13 +287,8 @@ def render(docs: Sequence[dict[str, Any]], push_limits: Sequence[dict[str, Any]]
                   "Largest 0.15 s pelvis push survived (N; `vasimov bench push-limit`, bisection; walking: every "
                   "push phase across a gait cycle survived).", "",
                   "| while | " + " | ".join(DIRECTION_ORDER) + " |", "|---|" + "---|" * len(DIRECTION_ORDER)]
-        keyed: dict[tuple[float, int], dict[str, dict[str, Any]]] = {}
-        for r in push_limits:
-            keyed.setdefault((float(r["walking"]), int(r.get("phases", 1))), {})[r["direction"]] = r
-        for (walking, phases), by_dir in sorted(keyed.items()):
-            label = "standing" if walking == 0.0 else f"walking {walking:g} m/s"
-            label += f", {phases} phases" if phases > 1 else ""
-            lines.append(f"| {label} | " + " | ".join(_limit_cell(by_dir.get(d)) for d in DIRECTION_ORDER) + " |")
+        for case, by_dir in sorted(limits_by_case(push_limits).items()):
+            lines.append(f"| {_case_label(*case)} | {_limit_cells(by_dir)} |")
         lines.append("")
     pushes = push_rows(docs)
     if pushes:
@@ -348,19 +360,10 @@ def render_side_by_side(cards: Sequence[tuple[str, Sequence[dict[str, Any]], Seq
         lines += ["", "## Push limits", "", "Largest 0.15 s pelvis push survived (N).", "",
                   "| while | policy | " + " | ".join(DIRECTION_ORDER) + " |",
                   "|---|---|" + "---|" * len(DIRECTION_ORDER)]
-        keyed = []
-        for _, _, limits in cards:
-            k: dict[tuple[float, int], dict[str, dict[str, Any]]] = {}
-            for r in limits:
-                k.setdefault((float(r["walking"]), int(r.get("phases", 1))), {})[r["direction"]] = r
-            keyed.append(k)
-        for walking, phases in sorted({key for k in keyed for key in k}):
-            label = "standing" if walking == 0.0 else f"walking {walking:g} m/s"
-            label += f", {phases} phases" if phases > 1 else ""
+        keyed = [limits_by_case(limits) for _, _, limits in cards]
+        for case in sorted({key for k in keyed for key in k}):
             for lb, k in zip(labels, keyed, strict=True):
-                by_dir = k.get((walking, phases), {})
-                lines.append(f"| {label} | {lb} | " + " | ".join(_limit_cell(by_dir.get(d)) for d in DIRECTION_ORDER)
-                             + " |")
+                lines.append(f"| {_case_label(*case)} | {lb} | {_limit_cells(k.get(case, {}))} |")
     longs = [{r["suite"]: r for r in long_rows(docs)} for _, docs, _ in cards]
     suites = [s for s in longs[0] if all(s in x for x in longs[1:])]
     if suites:
