@@ -188,3 +188,11 @@ def test_two_folders_render_side_by_side_a_column_each(tmp_path, capsys):
     assert "| standing, 4 phases | `builtin-v2` | 56 | - | - | - |" in out
     assert "| sequences (120 s) | 0 of 1 | 1 of 1, median 60.0 |" in out
     assert bc.main(["--from", str(a), "--from", str(tmp_path / "missing")]) == 2
+    capsys.readouterr()
+    card = tmp_path / "card"  # a card's own layout: results in results/, the push-limit reports beside them
+    (card / "results").mkdir(parents=True)
+    for f in a.glob("*.json"):
+        (card / ("." if f.name.startswith("push_limit") else "results") / f.name).write_text(f.read_text())
+    (card / "push_limit_standing.json").write_text("[{not json")
+    assert bc.main(["--from", str(card)]) == 2
+    assert "push_limit_standing.json: unreadable push-limit report" in capsys.readouterr().err

@@ -208,10 +208,16 @@ def _limit_cells(by_dir: dict[str, dict[str, Any]]) -> str:
 
 
 def load_push_limits(folder: Path) -> list[dict[str, Any]]:
-    """Every push-limit report (a JSON list written by ``bench push-limit --out``) in ``folder``."""
+    """Every push-limit report (a JSON list written by ``bench push-limit --out``) in ``folder``; an unreadable one
+    is refused by name (``CompareError``, as for an unreadable result)."""
+    from vasimov_tools.bench_compare import CompareError
+
     reports: list[dict[str, Any]] = []
     for f in sorted(folder.glob("push_limit*.json")):
-        data = json.loads(f.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CompareError(f"{f}: unreadable push-limit report ({exc})") from exc
         if isinstance(data, list):
             reports.extend(r for r in data if isinstance(r, dict) and "direction" in r and "survived" in r)
     return reports
@@ -407,10 +413,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for folder in map(Path, args.from_dirs):
             try:
                 docs = load_docs(folder)
+                cards.append((_label(docs, folder), docs, load_push_limits(folder)))
             except CompareError as exc:
                 print(f"vasimov bench card: {exc}", file=sys.stderr)
                 return 2
-            cards.append((_label(docs, folder), docs, load_push_limits(folder)))
         if len(cards) == 1:
             print(render(cards[0][1], cards[0][2]))
         else:
